@@ -1,0 +1,44 @@
+// swift-tools-version: 6.0
+// StreamLens: neural video effects inside real GStreamer pipelines.
+//
+// Layering (see README "Layout"): StreamLensCore has no C; StreamLensGst is the only Swift that
+// imports the GStreamer C modules; StreamLensStages builds stages on the core; the CLI on top.
+import PackageDescription
+
+let package = Package(
+    name: "StreamLens",
+    products: [
+        .library(name: "StreamLensCore", targets: ["StreamLensCore"]),
+        .library(name: "StreamLensGst", targets: ["StreamLensGst"]),
+        .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
+        .executable(name: "streamlens", targets: ["streamlens"]),
+    ],
+    targets: [
+        // C fences. One pkg-config string, space-separated (comma-separated fails at link time).
+        .systemLibrary(
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
+        .systemLibrary(
+            name: "CGstRTSPServer",
+            pkgConfig: "gstreamer-rtsp-server-1.0",
+            providers: [.apt(["libgstrtspserver-1.0-dev"])]),
+        // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
+        .target(name: "CGstShim", dependencies: ["CGStreamer"]),
+
+        // No C below this line of the diagram: frames, stage protocol, property tables, specs.
+        .target(name: "StreamLensCore"),
+        .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore"]),
+        .executableTarget(
+            name: "streamlens",
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),
+
+        .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
+        .testTarget(
+            name: "StreamLensGstTests",
+            dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),
+        // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
+        .testTarget(name: "CLITests", dependencies: ["streamlens"]),
+    ]
+)

@@ -1,0 +1,96 @@
+// CGstShim: what Swift cannot import from GStreamer directly (macros, variadic functions,
+// g_signal_connect) and the GObject type that makes a Swift stage a GStreamer element.
+// Everything here is prefixed `sl_`. Only StreamLensGst imports this module.
+#pragma once
+#include <gst/gst.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+
+// ---- macros and variadics as functions --------------------------------------------------
+GstClockTime sl_buffer_pts(GstBuffer *buffer);
+GstClockTime sl_buffer_duration(GstBuffer *buffer);
+GstMessageType sl_message_type(GstMessage *message);
+const char *sl_message_source_name(GstMessage *message);
+GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
+gboolean sl_is_bin(GstElement *element);
+// The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
+const char *sl_element_factory_name(GstElement *element);
+GstElement *sl_pipeline_parse(const char *description, GError **error);
+void sl_object_set_string(gpointer object, const char *name, const char *value);
+void sl_object_set_int(gpointer object, const char *name, gint value);
+void sl_object_set_uint64(gpointer object, const char *name, guint64 value);
+void sl_object_set_bool(gpointer object, const char *name, gboolean value);
+// Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
+gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
+
+// ---- stage elements ----------------------------------------------------------------------
+// A stage element is a GstBin holding an appsink and an appsrc that are not linked to each
+// other; a Swift worker pulls from the first and pushes into the second. Properties are
+// declared once, in a table handed over at registration.
+
+typedef enum { SL_PROP_BOOL = 0, SL_PROP_INT = 1, SL_PROP_DOUBLE = 2, SL_PROP_STRING = 3 } SLPropKind;
+
+typedef struct {
+    const char *name;
+    const char *blurb;
+    SLPropKind kind;
+    double default_number;     // bool/int/double (ranges are checked in Swift)
+    const char *default_string;               // string (may be NULL)
+    gboolean mutable_playing;
+} SLPropSpec;
+
+typedef struct {
+    const char *name;          // element factory name, e.g. "lenspass"
+    const char *longname;
+    const char *description;
+    const char *sink_caps;     // caps the stage accepts, e.g. "video/x-raw"
+    gboolean caps_passthrough; // output caps equal input caps: answer caps queries downstream
+    guint type_id;             // handed back to `start`
+    const SLPropSpec *props;
+    guint n_props;
+} SLStageInfo;
+
+// Calls from the element into Swift. Function pointers set once; they capture nothing, the
+// Swift side finds its state through sl_stage_get_context.
+typedef struct {
+    // READY→PAUSED, after the children are PAUSED. Return FALSE after sl_stage_post_error.
+    gboolean (*start)(GstElement *stage, guint type_id);
+    // PAUSED→READY, after the children are READY (pulls and pushes return at once): join here.
+    void (*stop)(GstElement *stage);
+    // A property was set (on the setter's thread) while a context exists.
+    void (*property_changed)(GstElement *stage, guint index);
+} SLStageCallbacks;
+
+void sl_stage_set_callbacks(SLStageCallbacks callbacks);
+gboolean sl_stage_register(const SLStageInfo *info);
+gboolean sl_is_stage(GstElement *element);
+
+GstAppSink *sl_stage_appsink(GstElement *stage);
+GstAppSrc *sl_stage_appsrc(GstElement *stage);
+// Context owned by the element: released with `release` at the next set or in finalize.
+void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release);
+gpointer sl_stage_get_context(GstElement *stage);
+
+// Property values (thread-safe copies).
+gboolean sl_stage_get_bool(GstElement *stage, guint index);
+gint64 sl_stage_get_int(GstElement *stage, guint index);
+double sl_stage_get_double(GstElement *stage, guint index);
+char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
+
+// Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
+void sl_stage_configure_queue(GstElement *stage, gboolean live);
+// Latency this stage adds on top of upstream's (answered on its src pad's LATENCY query).
+void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
+// Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
+gboolean sl_stage_upstream_is_live(GstElement *stage);
+// Buffers that reached the stage's appsink (pulled + dropped).
+guint64 sl_stage_buffers_arrived(GstElement *stage);
+// Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
+GstClockTime sl_element_running_time_now(GstElement *element);
+
+void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
+// An element message named "streamlens" with string fields kind and text, for the host's log.
+void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
+// Reads such a message; returns FALSE for any other message. Strings stay owned by message.
+gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text);

@@ -1,0 +1,372 @@
+// See include/streamlens_gst.h. Each function here exists because Swift cannot import the
+// macro, variadic function or GObject boilerplate it wraps.
+#include "streamlens_gst.h"
+#include <string.h>
+
+// ---- macros and variadics as functions --------------------------------------------------
+
+GstClockTime sl_buffer_pts(GstBuffer *buffer) { return GST_BUFFER_PTS(buffer); }
+GstClockTime sl_buffer_duration(GstBuffer *buffer) { return GST_BUFFER_DURATION(buffer); }
+GstMessageType sl_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
+const char *sl_message_source_name(GstMessage *message) {
+    return message->src ? GST_OBJECT_NAME(message->src) : "(unknown)";
+}
+GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_writable(buffer); }
+gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
+const char *sl_element_factory_name(GstElement *element) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    return factory ? GST_OBJECT_NAME(factory) : NULL;
+}
+
+GstElement *sl_pipeline_parse(const char *description, GError **error) {
+    // FATAL_ERRORS: an unknown property or a failed link is an error, not a warning with a
+    // half-built pipeline.
+    GstElement *element = gst_parse_launch_full(description, NULL, GST_PARSE_FLAG_FATAL_ERRORS, error);
+    if (!element) return NULL;
+    gst_object_ref_sink(element); // gst_parse_launch returns a floating reference
+    if (GST_IS_PIPELINE(element)) return element;
+    GstElement *pipeline = gst_pipeline_new(NULL);
+    gst_object_ref_sink(pipeline);
+    gst_bin_add(GST_BIN(pipeline), element); // takes its own reference
+    gst_object_unref(element);
+    return pipeline;
+}
+
+void sl_object_set_string(gpointer object, const char *name, const char *value) { g_object_set(object, name, value, NULL); }
+void sl_object_set_int(gpointer object, const char *name, gint value) { g_object_set(object, name, value, NULL); }
+void sl_object_set_uint64(gpointer object, const char *name, guint64 value) { g_object_set(object, name, value, NULL); }
+void sl_object_set_bool(gpointer object, const char *name, gboolean value) { g_object_set(object, name, value, NULL); }
+gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value) {
+    if (!g_object_class_find_property(G_OBJECT_GET_CLASS(object), name)) return FALSE;
+    gst_util_set_object_arg(G_OBJECT(object), name, value);
+    return TRUE;
+}
+
+// ---- stage elements ----------------------------------------------------------------------
+
+typedef struct {
+    SLStageInfo info;   // deep copy, kept for the life of the process (types are never unloaded)
+    GstCaps *sink_caps;
+} SLStageClassData;
+
+typedef struct {
+    GstBin parent;
+    GstElement *appsink, *appsrc;
+    GstPad *sinkpad, *srcpad; // ghost pads
+    GMutex lock;              // guards values, context
+    GValue *values;
+    guint n_values;
+    gpointer context;
+    GDestroyNotify release;
+    GstClockTime latency;     // atomic
+    guint64 arrived;          // atomic
+} SLStage;
+
+typedef struct {
+    GstBinClass parent_class;
+    SLStageClassData *data;
+} SLStageClass;
+
+static SLStageCallbacks sl_callbacks;
+static GstElementClass *sl_bin_class;    // every stage type derives from GstBin directly
+static GQuark sl_stage_quark;
+
+void sl_stage_set_callbacks(SLStageCallbacks callbacks) { sl_callbacks = callbacks; }
+
+gboolean sl_is_stage(GstElement *element) {
+    return element && sl_stage_quark && g_type_get_qdata(G_OBJECT_TYPE(element), sl_stage_quark) != NULL;
+}
+
+static SLStageClass *sl_class_of(gpointer instance) { return (SLStageClass *)G_OBJECT_GET_CLASS(instance); }
+
+static void sl_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec) {
+    SLStage *self = (SLStage *)object;
+    guint index = id - 1;
+    if (index >= self->n_values) { G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); return; }
+    g_mutex_lock(&self->lock);
+    g_value_copy(value, &self->values[index]);
+    gboolean notify = self->context != NULL;
+    g_mutex_unlock(&self->lock);
+    if (notify && sl_callbacks.property_changed) sl_callbacks.property_changed(GST_ELEMENT(object), index);
+}
+
+static void sl_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec) {
+    SLStage *self = (SLStage *)object;
+    guint index = id - 1;
+    if (index >= self->n_values) { G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); return; }
+    g_mutex_lock(&self->lock);
+    g_value_copy(&self->values[index], value);
+    g_mutex_unlock(&self->lock);
+}
+
+static void sl_finalize(GObject *object) {
+    SLStage *self = (SLStage *)object;
+    if (self->context && self->release) self->release(self->context);
+    for (guint i = 0; i < self->n_values; i++) g_value_unset(&self->values[i]);
+    g_free(self->values);
+    g_mutex_clear(&self->lock);
+    G_OBJECT_CLASS(sl_bin_class)->finalize(object);
+}
+
+static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange transition) {
+    GstStateChangeReturn ret = sl_bin_class->change_state(element, transition);
+    if (ret == GST_STATE_CHANGE_FAILURE) return ret;
+    switch (transition) {
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+        if (sl_callbacks.start && !sl_callbacks.start(element, sl_class_of(element)->data->info.type_id))
+            return GST_STATE_CHANGE_FAILURE;
+        break;
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+        if (sl_callbacks.stop) sl_callbacks.stop(element);
+        break;
+    default:
+        break;
+    }
+    return ret;
+}
+
+// LATENCY on the src pad: upstream's latency (and liveness) plus this stage's own. The inner
+// appsrc would otherwise answer for the whole upstream with only its own figure.
+static gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
+    SLStage *self = (SLStage *)parent;
+    if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+        GstPad *inner = gst_element_get_static_pad(self->appsink, "sink");
+        gboolean ok = gst_pad_peer_query(inner, query);
+        gst_object_unref(inner);
+        if (ok) {
+            gboolean live; GstClockTime min, max;
+            gst_query_parse_latency(query, &live, &min, &max);
+            GstClockTime own = __atomic_load_n(&self->latency, __ATOMIC_RELAXED);
+            gst_query_set_latency(query, live, min + own, GST_CLOCK_TIME_IS_VALID(max) ? max + own : max);
+            return TRUE;
+        }
+    }
+    return gst_pad_query_default(pad, parent, query);
+}
+
+// CAPS on the sink pad of a pass-through stage: what downstream accepts, within the stage's
+// own caps, so `videotestsrc ! lenspass ! video/x-raw,format=I420 ! …` negotiates as it would
+// without the stage.
+static gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
+    SLStage *self = (SLStage *)parent;
+    if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS) {
+        GstCaps *filter = NULL;
+        gst_query_parse_caps(query, &filter);
+        GstCaps *tmpl = gst_pad_get_pad_template_caps(pad);
+        GstCaps *wanted = filter ? gst_caps_intersect_full(filter, tmpl, GST_CAPS_INTERSECT_FIRST) : gst_caps_ref(tmpl);
+        GstCaps *downstream = gst_pad_peer_query_caps(self->srcpad, wanted);
+        GstCaps *result = gst_caps_intersect_full(downstream, tmpl, GST_CAPS_INTERSECT_FIRST);
+        gst_query_set_caps_result(query, result);
+        gst_caps_unref(result); gst_caps_unref(downstream); gst_caps_unref(wanted); gst_caps_unref(tmpl);
+        return TRUE;
+    }
+    return gst_pad_query_default(pad, parent, query);
+}
+
+static GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad; (void)info;
+    __atomic_add_fetch(&((SLStage *)data)->arrived, 1, __ATOMIC_RELAXED);
+    return GST_PAD_PROBE_OK;
+}
+
+static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
+    SLStage *self = (SLStage *)instance;
+    SLStageClassData *data = ((SLStageClass *)g_class)->data;
+    g_mutex_init(&self->lock);
+    guint n = 0;
+    GParamSpec **pspecs = g_object_class_list_properties(G_OBJECT_CLASS(g_class), &n);
+    self->n_values = data->info.n_props;
+    self->values = g_new0(GValue, self->n_values);
+    for (guint i = 0; i < n; i++) {
+        if (pspecs[i]->owner_type != G_TYPE_FROM_CLASS(g_class)) continue;
+        guint index = pspecs[i]->param_id - 1;
+        if (index >= self->n_values) continue;
+        g_value_init(&self->values[index], pspecs[i]->value_type);
+        g_param_value_set_default(pspecs[i], &self->values[index]);
+    }
+    g_free(pspecs);
+
+    // The pair is unlinked; the Swift worker carries samples across. appsink: async=false
+    // (else the pipeline deadlocks before the first frame), sync=false (real sinks sync),
+    // no last-sample reference (it would force a copy on make_writable). appsrc: time format
+    // (bytes is the default and silently breaks muxers), live, blocking, no byte limit.
+    self->appsink = gst_element_factory_make("appsink", "stage_sink");
+    self->appsrc = gst_element_factory_make("appsrc", "stage_src");
+    g_object_set(self->appsink, "caps", data->sink_caps, "async", FALSE, "sync", FALSE, "qos", FALSE,
+                 "enable-last-sample", FALSE, "emit-signals", FALSE, "max-buffers", 2, "drop", FALSE, NULL);
+    g_object_set(self->appsrc, "format", GST_FORMAT_TIME, "is-live", TRUE, "block", TRUE, "max-bytes", (guint64)0,
+                 "max-buffers", (guint64)2, "handle-segment-change", TRUE, NULL);
+    gst_bin_add(GST_BIN(self), self->appsink);
+    gst_bin_add(GST_BIN(self), self->appsrc);
+
+    GstPad *sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
+    GstElementClass *klass = GST_ELEMENT_CLASS(g_class);
+    self->sinkpad = gst_ghost_pad_new_from_template("sink", sinkpad, gst_element_class_get_pad_template(klass, "sink"));
+    self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
+    gst_object_unref(sinkpad);
+    gst_object_unref(srcpad);
+    gst_pad_set_query_function(self->srcpad, sl_src_query);
+    if (data->info.caps_passthrough) gst_pad_set_query_function(self->sinkpad, sl_sink_query);
+    gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+    gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+}
+
+static void sl_class_init(gpointer g_class, gpointer class_data) {
+    SLStageClass *klass = (SLStageClass *)g_class;
+    SLStageClassData *data = class_data;
+    klass->data = data;
+    sl_bin_class = g_type_class_peek(GST_TYPE_BIN);
+    GObjectClass *object_class = G_OBJECT_CLASS(g_class);
+    object_class->set_property = sl_set_property;
+    object_class->get_property = sl_get_property;
+    object_class->finalize = sl_finalize;
+    GstElementClass *element_class = GST_ELEMENT_CLASS(g_class);
+    element_class->change_state = sl_change_state;
+
+    for (guint i = 0; i < data->info.n_props; i++) {
+        const SLPropSpec *p = &data->info.props[i];
+        GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY);
+        GParamSpec *spec = NULL;
+        switch (p->kind) {
+        case SL_PROP_BOOL: spec = g_param_spec_boolean(p->name, p->name, p->blurb, p->default_number != 0, flags); break;
+        // Numbers get the type's full range: GLib would only warn about an out-of-range value
+        // and keep the default; the stage validates against the table's range on start and
+        // fails with a message naming the property. (The real range is in the blurb.)
+        case SL_PROP_INT: spec = g_param_spec_int(p->name, p->name, p->blurb, G_MININT, G_MAXINT, (gint)p->default_number, flags); break;
+        case SL_PROP_DOUBLE: spec = g_param_spec_double(p->name, p->name, p->blurb, -G_MAXDOUBLE, G_MAXDOUBLE, p->default_number, flags); break;
+        case SL_PROP_STRING: spec = g_param_spec_string(p->name, p->name, p->blurb, p->default_string, flags); break;
+        }
+        g_object_class_install_property(object_class, i + 1, spec);
+    }
+    gst_element_class_set_metadata(element_class, data->info.longname, "Filter/Effect/Video",
+                                   data->info.description, "StreamLens");
+    gst_element_class_add_pad_template(element_class,
+        gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, data->sink_caps));
+    gst_element_class_add_pad_template(element_class,
+        gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                             data->info.caps_passthrough ? data->sink_caps : GST_CAPS_ANY));
+}
+
+gboolean sl_stage_register(const SLStageInfo *info) {
+    if (!sl_stage_quark) sl_stage_quark = g_quark_from_static_string("streamlens-stage");
+    // "GstLenspass": GStreamer names instances after the type minus "Gst", so the first
+    // lenspass in a pipeline is "lenspass0", as users expect from gst-launch.
+    char *type_name = g_strdup_printf("Gst%c%s", g_ascii_toupper(info->name[0]), info->name + 1);
+    GType type = g_type_from_name(type_name);
+    if (!type) {
+        SLStageClassData *data = g_new0(SLStageClassData, 1);
+        data->info = *info;
+        data->info.name = g_strdup(info->name);
+        data->info.longname = g_strdup(info->longname);
+        data->info.description = g_strdup(info->description);
+        data->info.sink_caps = g_strdup(info->sink_caps);
+        SLPropSpec *props = g_new0(SLPropSpec, info->n_props);
+        for (guint i = 0; i < info->n_props; i++) {
+            props[i] = info->props[i];
+            props[i].name = g_intern_string(info->props[i].name);
+            props[i].blurb = g_intern_string(info->props[i].blurb);
+            props[i].default_string = info->props[i].default_string ? g_strdup(info->props[i].default_string) : NULL;
+        }
+        data->info.props = props;
+        data->sink_caps = gst_caps_from_string(info->sink_caps);
+        if (!data->sink_caps) { g_free(type_name); return FALSE; }
+        GTypeInfo type_info = {
+            .class_size = sizeof(SLStageClass), .class_init = sl_class_init, .class_data = data,
+            .instance_size = sizeof(SLStage), .instance_init = sl_instance_init,
+        };
+        type = g_type_register_static(GST_TYPE_BIN, type_name, &type_info, 0);
+        g_type_set_qdata(type, sl_stage_quark, GINT_TO_POINTER(1));
+    }
+    g_free(type_name);
+    return gst_element_register(NULL, info->name, GST_RANK_NONE, type);
+}
+
+GstAppSink *sl_stage_appsink(GstElement *stage) { return GST_APP_SINK(((SLStage *)stage)->appsink); }
+GstAppSrc *sl_stage_appsrc(GstElement *stage) { return GST_APP_SRC(((SLStage *)stage)->appsrc); }
+
+void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release) {
+    SLStage *self = (SLStage *)stage;
+    g_mutex_lock(&self->lock);
+    gpointer old = self->context; GDestroyNotify old_release = self->release;
+    self->context = context; self->release = release;
+    g_mutex_unlock(&self->lock);
+    if (old && old_release) old_release(old);
+}
+
+gpointer sl_stage_get_context(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    g_mutex_lock(&self->lock);
+    gpointer context = self->context;
+    g_mutex_unlock(&self->lock);
+    return context;
+}
+
+#define SL_VALUE_GETTER(ret, name, getter) \
+    ret name(GstElement *stage, guint index) { \
+        SLStage *self = (SLStage *)stage; \
+        if (index >= self->n_values) return 0; \
+        g_mutex_lock(&self->lock); \
+        ret value = getter(&self->values[index]); \
+        g_mutex_unlock(&self->lock); \
+        return value; \
+    }
+SL_VALUE_GETTER(gboolean, sl_stage_get_bool, g_value_get_boolean)
+SL_VALUE_GETTER(gint64, sl_stage_get_int, g_value_get_int)
+SL_VALUE_GETTER(double, sl_stage_get_double, g_value_get_double)
+SL_VALUE_GETTER(char *, sl_stage_dup_string, g_value_dup_string)
+
+void sl_stage_configure_queue(GstElement *stage, gboolean live) {
+    SLStage *self = (SLStage *)stage;
+    g_object_set(self->appsink, "max-buffers", live ? 1 : 2, "drop", live, NULL);
+}
+
+void sl_stage_set_latency(GstElement *stage, GstClockTime latency) {
+    __atomic_store_n(&((SLStage *)stage)->latency, latency, __ATOMIC_RELAXED);
+}
+
+gboolean sl_stage_upstream_is_live(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    GstPad *inner = gst_element_get_static_pad(self->appsink, "sink");
+    GstQuery *query = gst_query_new_latency();
+    gboolean live = FALSE;
+    if (gst_pad_peer_query(inner, query)) gst_query_parse_latency(query, &live, NULL, NULL);
+    gst_query_unref(query);
+    gst_object_unref(inner);
+    return live;
+}
+
+guint64 sl_stage_buffers_arrived(GstElement *stage) {
+    return __atomic_load_n(&((SLStage *)stage)->arrived, __ATOMIC_RELAXED);
+}
+
+GstClockTime sl_element_running_time_now(GstElement *element) {
+    GstClock *clock = gst_element_get_clock(element);
+    if (!clock) return GST_CLOCK_TIME_NONE;
+    GstClockTime now = gst_clock_get_time(clock);
+    gst_object_unref(clock);
+    GstClockTime base = gst_element_get_base_time(element);
+    return now >= base ? now - base : 0;
+}
+
+void sl_stage_post_error(GstElement *stage, const char *message, const char *debug) {
+    GError *error = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, message);
+    gst_element_post_message(stage, gst_message_new_error(GST_OBJECT(stage), error, debug));
+    g_error_free(error);
+}
+
+void sl_stage_post_info(GstElement *stage, const char *kind, const char *text) {
+    GstStructure *s = gst_structure_new("streamlens", "kind", G_TYPE_STRING, kind, "text", G_TYPE_STRING, text, NULL);
+    gst_element_post_message(stage, gst_message_new_element(GST_OBJECT(stage), s));
+}
+
+gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text) {
+    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ELEMENT) return FALSE;
+    const GstStructure *s = gst_message_get_structure(message);
+    if (!s || !gst_structure_has_name(s, "streamlens")) return FALSE;
+    *kind = gst_structure_get_string(s, "kind");
+    *text = gst_structure_get_string(s, "text");
+    return *kind && *text;
+}

@@ -1,0 +1,67 @@
+/// The negotiated video format of a stage's frames (GStreamer's video info, without C).
+public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
+    /// GStreamer's format name: "RGB", "BGRx", "I420", …
+    public var pixelFormat: String
+    public var width: Int
+    public var height: Int
+    /// Frames per second as a fraction (0/1 when variable or unknown).
+    public var framerate: (numerator: Int, denominator: Int)
+    /// Bytes per row of each plane, and each plane's offset in the buffer.
+    public var strides: [Int]
+    public var offsets: [Int]
+    /// Total bytes of one frame.
+    public var size: Int
+
+    public init(pixelFormat: String, width: Int, height: Int, framerate: (Int, Int), strides: [Int], offsets: [Int], size: Int) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.framerate = (framerate.0, framerate.1)
+        self.strides = strides
+        self.offsets = offsets
+        self.size = size
+    }
+
+    public static func == (a: VideoFormat, b: VideoFormat) -> Bool {
+        a.pixelFormat == b.pixelFormat && a.width == b.width && a.height == b.height
+            && a.framerate == b.framerate && a.strides == b.strides && a.offsets == b.offsets && a.size == b.size
+    }
+
+    /// Nanoseconds per frame, when the rate is known.
+    public var frameDurationNanoseconds: UInt64? {
+        guard framerate.numerator > 0, framerate.denominator > 0 else { return nil }
+        return UInt64(1_000_000_000 * Double(framerate.denominator) / Double(framerate.numerator))
+    }
+
+    public var description: String {
+        "\(pixelFormat) \(width)x\(height) @ \(framerate.numerator)/\(framerate.denominator)"
+    }
+}
+
+/// Access to a frame's pixels, provided by the bridge. Pixels are mapped only when a stage
+/// asks, so a stage that only looks at timestamps costs no map and no copy.
+public protocol FramePixels: AnyObject {
+    /// Read-only view of the frame's bytes.
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+    /// Writable view; the bridge makes the buffer writable first (a copy only if it is shared).
+    func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
+}
+
+/// One video frame as a stage sees it, valid only during `Stage.process`.
+public struct Frame {
+    public let format: VideoFormat
+    /// Presentation time in nanoseconds (nil when the buffer has none).
+    public let pts: UInt64?
+    public let duration: UInt64?
+    /// Index of the frame since the stage started.
+    public let index: Int
+    public let pixels: any FramePixels
+
+    public init(format: VideoFormat, pts: UInt64?, duration: UInt64?, index: Int, pixels: any FramePixels) {
+        self.format = format
+        self.pts = pts
+        self.duration = duration
+        self.index = index
+        self.pixels = pixels
+    }
+}

@@ -1,0 +1,54 @@
+/// Counts and frame ages of one stage, summarised as the CLI prints them.
+/// Frame age: pipeline running time when the frame leaves the stage minus the frame's own
+/// running time (its capture time for live sources).
+public struct FrameStatistics: Sendable {
+    public private(set) var framesIn = 0
+    public private(set) var framesOut = 0
+    public private(set) var dropped = 0
+    /// Recent frame ages in nanoseconds (a bounded window, so a long run stays flat in memory).
+    private var ages: [UInt64] = []
+    private var nextAge = 0
+    public private(set) var maxAge: UInt64 = 0
+    public static let window = 1024
+
+    public init() {}
+
+    public mutating func received() { framesIn += 1 }
+    public mutating func forwarded(age: UInt64?) {
+        framesOut += 1
+        guard let age else { return }
+        maxAge = max(maxAge, age)
+        if ages.count < Self.window { ages.append(age) } else { ages[nextAge] = age }
+        nextAge = (nextAge + 1) % Self.window
+    }
+    /// Frames dropped before reaching the stage (live mode) or by the stage.
+    public mutating func addDropped(_ n: Int) { dropped += n }
+
+    /// The q-quantile (0…1) of the recent ages, nanoseconds.
+    public func ageQuantile(_ q: Double) -> UInt64? {
+        guard !ages.isEmpty else { return nil }
+        let sorted = ages.sorted()
+        let i = min(sorted.count - 1, max(0, Int((q * Double(sorted.count - 1)).rounded())))
+        return sorted[i]
+    }
+
+    public var summary: String {
+        var s = "\(framesIn) frames in, \(framesOut) out, \(dropped) dropped"
+        if let p50 = ageQuantile(0.5), let p95 = ageQuantile(0.95) {
+            s += ", frame age p50 \(Self.ms(p50)) p95 \(Self.ms(p95)) max \(Self.ms(maxAge))"
+        }
+        return s
+    }
+
+    static func ms(_ ns: UInt64) -> String {
+        let v = Double(ns) / 1e6
+        return v < 10 ? String(format1: v) + " ms" : "\(Int(v.rounded())) ms"
+    }
+}
+
+extension String {
+    init(format1 v: Double) {
+        let tenths = Int((v * 10).rounded())
+        self = "\(tenths / 10).\(tenths % 10)"
+    }
+}

@@ -1,0 +1,50 @@
+/// A Swift stage: a worker that receives every frame the bridge pulls out of the pipeline and
+/// decides what goes back in. Stages run on their own worker thread; all calls into one stage
+/// instance come from that thread, one at a time, so a stage needs no locks of its own.
+///
+/// A stage appears in a pipeline spec like any element, e.g.
+/// `streamlens run 'videotestsrc num-buffers=100 ! lenspass ! fakesink'`.
+public protocol Stage: AnyObject, SendableMetatype {
+    /// Name, help, caps and the property table: declared once, read by registration, by
+    /// `streamlens stages` and by the settings this stage is built from.
+    static var descriptor: StageDescriptor { get }
+
+    /// Builds the stage's runtime state from its settings (called when the pipeline starts).
+    /// Throw a `StageError` for bad settings: the pipeline stops with its message.
+    init(settings: StageSettings) throws
+
+    /// The negotiated format of the frames that follow (first frame and every caps change).
+    func formatChanged(_ format: VideoFormat) throws
+
+    /// One frame. Leave `frame` untouched to pass the same buffer on without a copy.
+    func process(_ frame: Frame) -> FrameOutcome
+
+    /// Properties marked `live` changed while playing; delivered between frames.
+    func settingsChanged(_ settings: StageSettings)
+
+    /// The latency this stage adds, in nanoseconds (reported to downstream sinks so they wait
+    /// for frames instead of dropping them as late).
+    var latencyNanoseconds: UInt64 { get }
+}
+
+extension Stage {
+    public func formatChanged(_ format: VideoFormat) throws {}
+    public func settingsChanged(_ settings: StageSettings) {}
+    public var latencyNanoseconds: UInt64 { 0 }
+}
+
+/// What became of one frame (the per-frame channel; setup failures are `StageError`s).
+public enum FrameOutcome: Equatable, Sendable {
+    /// Push the frame on (modified in place or not).
+    case forward
+    /// Drop this frame; the reason is counted in the stage's statistics.
+    case drop(reason: String)
+}
+
+/// A setup error: bad settings, a missing model, an unsupported format. The host prints
+/// `<stage>: <message>` and exits non-zero.
+public struct StageError: Error, CustomStringConvertible, Equatable, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

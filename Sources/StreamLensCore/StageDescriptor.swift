@@ -1,0 +1,152 @@
+/// Everything the host knows about a stage type before any instance exists.
+public struct StageDescriptor: Sendable {
+    /// Element factory name. All stage names start with `StageDescriptor.namePrefix` so they
+    /// never collide with installed GStreamer elements (gstreamer1.0-opencv has `facedetect`).
+    public var name: String
+    public var summary: String
+    /// A pipeline spec that runs: shown by `streamlens stages` and run by the tests.
+    public var example: String
+    /// Caps the stage accepts, in GStreamer's caps syntax.
+    public var sinkCaps: String
+    /// Output caps always equal input caps (the host then negotiates through the stage).
+    public var capsPassthrough: Bool
+    /// The stage's own properties; `properties` adds the bridge's.
+    public var ownProperties: [PropertySpec]
+
+    public static let namePrefix = "lens"
+
+    public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw",
+                capsPassthrough: Bool = true, properties: [PropertySpec]) {
+        precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
+        self.name = name
+        self.summary = summary
+        self.example = example
+        self.sinkCaps = sinkCaps
+        self.capsPassthrough = capsPassthrough
+        self.ownProperties = properties
+    }
+
+    /// The full property table: the stage's own, then the bridge's (same for every stage).
+    public var properties: [PropertySpec] { ownProperties + BridgeSettings.properties }
+}
+
+/// One row of a property table.
+public struct PropertySpec: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case bool
+        case int(ClosedRange<Int>)
+        case double(ClosedRange<Double>)
+        case string
+        /// A string restricted to these values (checked when the stage starts).
+        case choice([String])
+    }
+    public var name: String
+    public var help: String
+    public var kind: Kind
+    public var defaultValue: PropertyValue
+    /// Can change while the pipeline plays (delivered to `Stage.settingsChanged`).
+    public var live: Bool
+
+    public init(_ name: String, _ kind: Kind, default defaultValue: PropertyValue, live: Bool = false, help: String) {
+        self.name = name
+        self.kind = kind
+        self.defaultValue = defaultValue
+        self.live = live
+        self.help = help
+    }
+
+    /// Checks a value against the row: type, range, allowed choices.
+    public func validate(_ value: PropertyValue) throws {
+        switch (kind, value) {
+        case (.bool, .bool), (.string, .string): return
+        case (.int(let range), .int(let v)):
+            guard range.contains(v) else { throw StageError("property \(name)=\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
+        case (.double(let range), .double(let v)):
+            guard range.contains(v) else { throw StageError("property \(name)=\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
+        case (.choice(let allowed), .string(let v)):
+            guard allowed.contains(v) else { throw StageError("property \(name)=\(v) is not one of \(allowed.joined(separator: ", "))") }
+        default:
+            throw StageError("property \(name) has the wrong type")
+        }
+    }
+
+    /// `range`/`choices` for help text.
+    public var constraint: String {
+        switch kind {
+        case .bool: return "true|false"
+        case .int(let r): return "int \(r.lowerBound)…\(r.upperBound)"
+        case .double(let r): return "double \(r.lowerBound)…\(r.upperBound)"
+        case .string: return "string"
+        case .choice(let c): return c.joined(separator: "|")
+        }
+    }
+}
+
+public enum PropertyValue: Sendable, Equatable, CustomStringConvertible {
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+
+    public var description: String {
+        switch self {
+        case .bool(let v): return v ? "true" : "false"
+        case .int(let v): return String(v)
+        case .double(let v): return String(v)
+        case .string(let v): return v.isEmpty ? "\"\"" : v
+        }
+    }
+}
+
+/// The values of one stage instance's properties, keyed by name; defaults come from the table
+/// and nowhere else.
+public struct StageSettings: Sendable, Equatable {
+    public private(set) var values: [String: PropertyValue]
+
+    public init(descriptor: StageDescriptor, values: [String: PropertyValue] = [:]) {
+        var all: [String: PropertyValue] = [:]
+        for p in descriptor.properties { all[p.name] = values[p.name] ?? p.defaultValue }
+        self.values = all
+    }
+
+    public subscript(name: String) -> PropertyValue? { values[name] }
+
+    public func bool(_ name: String) -> Bool {
+        if case .bool(let v)? = values[name] { return v }
+        preconditionFailure("no bool property \(name)")
+    }
+    public func int(_ name: String) -> Int {
+        if case .int(let v)? = values[name] { return v }
+        preconditionFailure("no int property \(name)")
+    }
+    public func double(_ name: String) -> Double {
+        if case .double(let v)? = values[name] { return v }
+        preconditionFailure("no double property \(name)")
+    }
+    public func string(_ name: String) -> String {
+        if case .string(let v)? = values[name] { return v }
+        preconditionFailure("no string property \(name)")
+    }
+
+    /// Validates every value against its row; the first failure is thrown.
+    public func validate(against descriptor: StageDescriptor) throws {
+        for p in descriptor.properties { if let v = values[p.name] { try p.validate(v) } }
+    }
+}
+
+/// Properties every stage has: how the bridge between the pipeline and the worker behaves.
+public enum BridgeSettings {
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Lossless when the source is not live (files), live otherwise.
+        case auto
+        /// Every frame processed, back-pressure upstream, nothing dropped.
+        case lossless
+        /// Newest frame wins: a frame waiting when a newer one arrives is dropped and counted.
+        case live
+    }
+
+    public static let properties: [PropertySpec] = [
+        PropertySpec("mode", .choice(Mode.allCases.map(\.rawValue)), default: .string("auto"),
+                     help: "lossless: every frame, back-pressure (files); live: newest frame wins, drops counted; auto: live if the source is"),
+    ]
+}

@@ -1,0 +1,81 @@
+import CGStreamer
+import CGstShim
+import StreamLensCore
+
+/// Process-wide GStreamer set-up: `gst_init` once, then the stage elements registered
+/// in-process so `gst_parse_launch` finds them like any installed element.
+public enum GStreamer {
+    /// Initialises GStreamer (idempotent) and registers `stages` as elements.
+    public static func initialize(stages: [any Stage.Type]) throws {
+        gst_init(nil, nil)
+        try StageElements.register(stages)
+    }
+
+    /// "GStreamer 1.22.0"
+    public static var versionString: String {
+        guard let s = gst_version_string() else { return "GStreamer" }
+        defer { g_free(s) }
+        return String(cString: s)
+    }
+
+    /// Whether an element factory of this name is installed (or registered by us).
+    public static func hasElement(_ name: String) -> Bool {
+        guard let factory = gst_element_factory_find(name) else { return false }
+        defer { gst_object_unref(UnsafeMutableRawPointer(factory)) }
+        return true
+    }
+}
+
+/// An error the host reports: one message, and the exit code the CLI returns for it.
+public struct HostError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable {
+        /// The spec is wrong (syntax, unknown element/stage/property, link): exit 2.
+        case spec
+        /// The pipeline failed while starting or running: exit 1.
+        case runtime
+    }
+    public var kind: Kind
+    public var message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { message }
+    public var exitCode: Int32 { kind == .spec ? 2 : 1 }
+}
+
+/// Turns a GError from gst_parse_launch into a message that names the problem.
+func parseErrorMessage(_ error: UnsafeMutablePointer<GError>) -> String {
+    let raw = error.pointee.message.map { String(cString: $0) } ?? "unknown error"
+    let quoted = raw.split(separator: "\"", omittingEmptySubsequences: false)
+    if error.pointee.domain == gst_parse_error_quark() {
+        switch GstParseError(rawValue: UInt32(error.pointee.code)) {
+        case GST_PARSE_ERROR_NO_SUCH_ELEMENT:
+            let name = quoted.count >= 2 ? String(quoted[1]) : raw
+            if name.hasPrefix(StageDescriptor.namePrefix) {
+                return "unknown stage '\(name)' (`streamlens stages` lists the stages)"
+            }
+            return "unknown element '\(name)' (not installed? `gst-inspect-1.0 \(name)` tells)"
+        case GST_PARSE_ERROR_SYNTAX, GST_PARSE_ERROR_EMPTY_BIN, GST_PARSE_ERROR_EMPTY:
+            return "syntax error in pipeline spec: \(raw)"
+        case GST_PARSE_ERROR_NO_SUCH_PROPERTY:
+            return raw
+        case GST_PARSE_ERROR_LINK:
+            return "cannot link: \(raw)"
+        default:
+            return raw
+        }
+    }
+    return raw
+}
+
+/// Takes a C string GLib allocated, frees it.
+func takeString(_ p: UnsafeMutablePointer<gchar>?) -> String? {
+    guard let p else { return nil }
+    defer { g_free(p) }
+    return String(cString: p)
+}
+
+func objectName(_ object: UnsafeMutableRawPointer) -> String {
+    takeString(gst_object_get_name(object.assumingMemoryBound(to: GstObject.self))) ?? "?"
+}

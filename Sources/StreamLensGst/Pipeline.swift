@@ -1,0 +1,256 @@
+import CGStreamer
+import CGstShim
+import Foundation
+import StreamLensCore
+import Synchronization
+
+/// Interrupts (SIGINT/SIGTERM) seen since the handler was installed. The handler only counts;
+/// the bus loop acts on the count (first: EOS, second: abort).
+private let interrupts = Atomic<Int>(0)
+
+/// A parsed pipeline that can be run to the end: the host's equivalent of `gst-launch-1.0 -e`.
+public final class Pipeline {
+    public struct Options: Sendable {
+        /// No progress, no per-stage summaries (errors are still printed).
+        public var quiet = false
+        /// Negotiated caps of each stage, every warning, every error.
+        public var verbose = false
+        /// Overrides every stage's `mode` property.
+        public var mode: BridgeSettings.Mode?
+        /// How long the pipeline may take to reach PLAYING.
+        public var startTimeout: Double = 20
+        /// Seconds between progress lines when stderr is not a terminal.
+        public var progressInterval: Double = 5
+        /// Install SIGINT/SIGTERM handlers (first: EOS and wait, second: abort).
+        public var handleSignals = true
+        public init() {}
+    }
+
+    /// How a run ended.
+    public enum Outcome: Equatable, Sendable {
+        /// End of stream reached (also after an interrupt: the output is finalized).
+        case finished(interrupted: Bool)
+        /// An error (already printed).
+        case failed(String)
+        /// A second interrupt, or no EOS after the first one.
+        case aborted
+        public var exitCode: Int32 {
+            switch self {
+            case .finished: return 0
+            case .failed: return 1
+            case .aborted: return 130
+            }
+        }
+    }
+
+    let pipeline: UnsafeMutablePointer<GstElement>
+    /// The pipeline text that was parsed.
+    public let description: String
+    /// Where messages go (stderr by default).
+    var log: (String) -> Void = { writeStderr($0 + "\n") }
+
+    /// Parses a gst-launch description; throws a spec error naming the problem.
+    public init(description: String) throws {
+        var error: UnsafeMutablePointer<GError>?
+        guard let pipeline = sl_pipeline_parse(description, &error) else {
+            defer { if let error { g_error_free(error) } }
+            throw HostError(.spec, error.map(parseErrorMessage) ?? "cannot parse pipeline")
+        }
+        if let error { g_error_free(error) }
+        self.pipeline = pipeline
+        self.description = description
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(pipeline)
+    }
+
+    /// Every element, depth first (bins' children included, stage internals excluded).
+    public var elements: [(name: String, factory: String, isStage: Bool)] {
+        allElements().map { e in
+            let factory = sl_element_factory_name(e).map { String(cString: $0) } ?? "?"
+            return (objectName(e), factory, sl_is_stage(e) != 0)
+        }
+    }
+
+    func allElements() -> [UnsafeMutablePointer<GstElement>] {
+        var result: [UnsafeMutablePointer<GstElement>] = []
+        func walk(_ bin: UnsafeMutablePointer<GstElement>) {
+            let it = gst_bin_iterate_sorted(UnsafeMutableRawPointer(bin).assumingMemoryBound(to: GstBin.self))
+            defer { gst_iterator_free(it) }
+            var value = GValue()
+            var children: [UnsafeMutablePointer<GstElement>] = []
+            while gst_iterator_next(it, &value) == GST_ITERATOR_OK {
+                if let object = g_value_get_object(&value) { children.append(object.assumingMemoryBound(to: GstElement.self)) }
+                g_value_unset(&value)
+            }
+            // iterate_sorted lists sinks first; print sources first.
+            for child in children.reversed() {
+                result.append(child)
+                if sl_is_bin(child) != 0 && sl_is_stage(child) == 0 { walk(child) }
+            }
+        }
+        walk(pipeline)
+        return result
+    }
+
+    var stages: [UnsafeMutablePointer<GstElement>] { allElements().filter { sl_is_stage($0) != 0 } }
+
+    /// Runs to EOS, an error, or an abort. Messages go to stderr as described in README.
+    public func run(_ options: Options = Options()) -> Outcome {
+        if let mode = options.mode {
+            for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
+        }
+        if options.handleSignals { installSignalHandlers() }
+        let bus = gst_element_get_bus(pipeline)!
+        defer { gst_object_unref(bus) }
+        let firstStage = stages.first
+        let progress = Progress(interval: options.progressInterval)
+
+        if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
+            let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
+            stop()
+            return .failed(message)
+        }
+        let started = Date()
+        var playing = false
+        var interruptsHandled = 0
+        var firstError: String?
+        var outcome: Outcome?
+
+        while outcome == nil {
+            let seen = interrupts.load(ordering: .relaxed)
+            if seen > interruptsHandled {
+                interruptsHandled = seen
+                if seen == 1 {
+                    progress.clear()
+                    log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
+                    gst_element_send_event(pipeline, gst_event_new_eos())
+                } else {
+                    progress.clear()
+                    log("aborted")
+                    return .aborted
+                }
+            }
+            if !playing, Date().timeIntervalSince(started) > options.startTimeout {
+                var state = GST_STATE_NULL, pending = GST_STATE_NULL
+                gst_element_get_state(pipeline, &state, &pending, 0)
+                let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
+                let message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
+                log("error: \(message)")
+                outcome = .failed(message)
+                break
+            }
+            if !options.quiet, playing { progress.update(pipeline: pipeline, stage: firstStage, log: log) }
+
+            guard let message = gst_bus_timed_pop(bus, GstClockTime(100_000_000)) else { continue }
+            defer { gst_message_unref(message) }
+            switch sl_message_type(message) {
+            case GST_MESSAGE_EOS:
+                outcome = .finished(interrupted: interruptsHandled > 0)
+            case GST_MESSAGE_ERROR:
+                let text = errorText(message)
+                if firstError == nil {
+                    progress.clear()
+                    log("error: \(text)")
+                    firstError = text
+                    outcome = .failed(text)
+                } else if options.verbose {
+                    log("error (after the first): \(text)")
+                }
+            case GST_MESSAGE_WARNING:
+                var error: UnsafeMutablePointer<GError>?
+                var debug: UnsafeMutablePointer<gchar>?
+                gst_message_parse_warning(message, &error, &debug)
+                let text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "?"
+                let debugText = takeString(debug)
+                if let error { g_error_free(error) }
+                progress.clear()
+                log("warning: \(sourceName(message)): \(text)" + (options.verbose ? debugText.map { "\n  debug: \($0)" } ?? "" : ""))
+            case GST_MESSAGE_STATE_CHANGED:
+                if messageIsFrom(message, pipeline) {
+                    var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
+                    gst_message_parse_state_changed(message, &old, &new, &pending)
+                    if new == GST_STATE_PLAYING { playing = true }
+                }
+            case GST_MESSAGE_LATENCY:
+                _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
+            case GST_MESSAGE_ELEMENT:
+                var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
+                if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
+                    let k = String(cString: kind)
+                    if (k == "caps" && options.verbose) || (k == "stats" && !options.quiet) {
+                        progress.clear()
+                        log(String(cString: text))
+                    }
+                }
+            default:
+                break
+            }
+        }
+        progress.clear()
+        stop()
+        return outcome!
+    }
+
+    /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).
+    func stop() {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
+    }
+
+    private func installSignalHandlers() {
+        signal(SIGINT) { _ in interrupts.add(1, ordering: .relaxed) }
+        signal(SIGTERM) { _ in interrupts.add(1, ordering: .relaxed) }
+    }
+
+    /// The first error already on the bus, printed.
+    private func drainError(_ bus: UnsafeMutablePointer<GstBus>) -> String? {
+        while let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) {
+            defer { gst_message_unref(message) }
+            let text = errorText(message)
+            log("error: \(text)")
+            return text
+        }
+        return nil
+    }
+
+    /// "<element>: <message>" plus the debug text, with known causes explained.
+    private func errorText(_ message: UnsafeMutablePointer<GstMessage>) -> String {
+        var error: UnsafeMutablePointer<GError>?
+        var debug: UnsafeMutablePointer<gchar>?
+        gst_message_parse_error(message, &error, &debug)
+        var text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
+        if let error { g_error_free(error) }
+        let debugText = takeString(debug)
+        if let debugText, debugText.contains("not-negotiated") {
+            text = "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"
+        } else if let debugText, debugText.contains("reason not-linked") {
+            text = "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"
+        }
+        return "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+    }
+
+    /// The element a message comes from, named as the user wrote it: a stage's inner
+    /// appsink/appsrc report as the stage.
+    private func sourceName(_ message: UnsafeMutablePointer<GstMessage>) -> String {
+        guard let src = message.pointee.src else { return "pipeline" }
+        var object: UnsafeMutablePointer<GstObject>? = src
+        gst_object_ref(src)
+        var name = objectName(src)
+        while let current = object {
+            if sl_is_stage(UnsafeMutableRawPointer(current).assumingMemoryBound(to: GstElement.self)) != 0 {
+                name = objectName(current)
+            }
+            let parent = gst_object_get_parent(current)
+            gst_object_unref(current)
+            object = parent
+        }
+        return name
+    }
+}
+
+private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ element: UnsafeMutablePointer<GstElement>) -> Bool {
+    UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(element)
+}

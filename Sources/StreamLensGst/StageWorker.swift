@@ -1,0 +1,216 @@
+import CGStreamer
+import CGstShim
+import Foundation
+import StreamLensCore
+import Synchronization
+
+/// The bridge for one stage element: a thread that pulls samples from the inner appsink,
+/// hands each frame to the stage, and pushes the result into the inner appsrc.
+///
+/// Modes (`mode` property): lossless keeps appsink at two buffers without dropping, so a slow
+/// stage holds upstream back and every frame is processed; live keeps one buffer and drops
+/// the older one, so the stage always works on the newest frame. auto picks live when a
+/// LATENCY query upstream says the source is live.
+///
+/// @unchecked Sendable: `stage`, `format`, `statistics` and the other `var`s below are used only
+/// by the worker thread once `start()` has run (before that only by the starting thread);
+/// `pendingSettings` and `stopping` are Mutex/Atomic; the element pointer is a counted
+/// reference held until deinit.
+final class StageWorker: @unchecked Sendable {
+    let element: UnsafeMutablePointer<GstElement>
+    let appsink: UnsafeMutablePointer<GstAppSink>
+    let appsrc: UnsafeMutablePointer<GstAppSrc>
+    let stage: any Stage
+    let descriptor: StageDescriptor
+    let requestedMode: BridgeSettings.Mode
+    let name: String
+
+    private let pendingSettings = Mutex<StageSettings?>(nil)
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+
+    // Worker-thread state.
+    private var format: VideoFormat?
+    private var lastCaps: UnsafeMutablePointer<GstCaps>?
+    private var statistics = FrameStatistics()
+    private var live = false
+    private var reportedLatency: UInt64 = 0
+
+    init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
+        self.element = element
+        gst_object_ref(element)
+        self.appsink = sl_stage_appsink(element)
+        self.appsrc = sl_stage_appsrc(element)
+        self.stage = stage
+        self.descriptor = descriptor
+        self.requestedMode = BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
+        self.name = objectName(element)
+    }
+
+    deinit {
+        if let lastCaps { gst_caps_unref(lastCaps) }
+        gst_object_unref(element)
+    }
+
+    func start() {
+        if requestedMode != .auto { setLive(requestedMode == .live) }
+        updateLatency(post: false)
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "streamlens \(name)"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Called after the inner elements went to READY: pulls and pushes return at once.
+    func stop() {
+        guard thread != nil else { return }
+        stopping.store(true, ordering: .relaxed)
+        finished.wait()
+        thread = nil
+    }
+
+    /// A property changed (any thread): picked up by the worker before the next frame.
+    func settingsDidChange() {
+        let settings = StageElements.settings(of: element, descriptor: descriptor)
+        pendingSettings.withLock { $0 = settings }
+    }
+
+    private func setLive(_ live: Bool) {
+        self.live = live
+        sl_stage_configure_queue(element, live ? 1 : 0)
+    }
+
+    private func updateLatency(post: Bool) {
+        let latency = stage.latencyNanoseconds
+        guard latency != reportedLatency || !post else { return }
+        reportedLatency = latency
+        sl_stage_set_latency(element, GstClockTime(latency))
+        if post { gst_element_post_message(element, gst_message_new_latency(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self))) }
+    }
+
+    private func run() {
+        var first = true
+        while true {
+            // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
+            // that failed on its way to PAUSED), so the flag is checked every 100 ms.
+            guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
+                if gst_app_sink_is_eos(appsink) != 0 {
+                    postStatistics()
+                    _ = gst_app_src_end_of_stream(appsrc)
+                    return
+                }
+                if stopping.load(ordering: .relaxed) { return }
+                continue
+            }
+            defer { gst_sample_unref(sample) }
+            if first {
+                first = false
+                if requestedMode == .auto { setLive(sl_stage_upstream_is_live(element) != 0) }
+            }
+            if let settings = pendingSettings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
+                stage.settingsChanged(settings)
+                updateLatency(post: true)
+            }
+            guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
+            statistics.received()
+            let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
+            let pixels = SamplePixels(sample: sample, format: format)
+            let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
+                              duration: duration == GstClockTime.max ? nil : UInt64(duration),
+                              index: statistics.framesIn - 1, pixels: pixels)
+            let outcome = stage.process(frame)
+            switch outcome {
+            case .forward:
+                // push_sample does not take the sample; it sets the caps on appsrc when they
+                // change and carries the segment, so timestamps stay as they came in.
+                let flow = gst_app_src_push_sample(appsrc, sample)
+                statistics.forwarded(age: live ? age(of: sample, pts: pts) : nil)
+                if flow != GST_FLOW_OK { return } // flushing (stopping) or downstream error
+            case .drop:
+                statistics.addDropped(1)
+            }
+        }
+    }
+
+    /// First sample and caps changes: tell the stage, and report the caps on the bus.
+    private func handleCaps(of sample: OpaquePointer) -> Bool {
+        guard let caps = gst_sample_get_caps(sample) else {
+            sl_stage_post_error(element, "\(name): frame without caps", nil)
+            return false
+        }
+        if let lastCaps, lastCaps == caps || gst_caps_is_equal(lastCaps, caps) != 0 { return true }
+        if let lastCaps { gst_caps_unref(lastCaps) }
+        lastCaps = gst_caps_ref(caps)
+        guard let newFormat = VideoFormat(caps: caps) else {
+            sl_stage_post_error(element, "\(name): not raw video: \(capsString(caps))", nil)
+            return false
+        }
+        do {
+            try stage.formatChanged(newFormat)
+        } catch {
+            sl_stage_post_error(element, "\(name): \(error)", "caps: \(capsString(caps))")
+            return false
+        }
+        format = newFormat
+        sl_stage_post_info(element, "caps", "\(name): \(capsString(caps))")
+        return true
+    }
+
+    /// Running time now minus the frame's running time: how long ago it was captured.
+    private func age(of sample: OpaquePointer, pts: GstClockTime) -> UInt64? {
+        guard pts != GstClockTime.max, let segment = gst_sample_get_segment(sample) else { return nil }
+        let frameTime = gst_segment_to_running_time(segment, GST_FORMAT_TIME, pts)
+        let now = sl_element_running_time_now(element)
+        guard frameTime != GstClockTime.max, now != GstClockTime.max else { return nil }
+        return now > frameTime ? UInt64(now - frameTime) : 0
+    }
+
+    private func postStatistics() {
+        let arrived = Int(sl_stage_buffers_arrived(element))
+        var stats = statistics
+        stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
+        sl_stage_post_info(element, "stats", "\(name): \(stats.summary) (\(live ? "live" : "lossless"))")
+    }
+}
+
+/// Maps a sample's buffer on demand. Read access maps the buffer as is; write access first
+/// takes the buffer out of the sample so that, when nothing else holds it, making it writable
+/// costs no copy, then puts the (possibly new) buffer back.
+///
+/// Used only on the worker thread during one `Stage.process` call.
+final class SamplePixels: FramePixels {
+    let sample: OpaquePointer
+    let format: VideoFormat
+
+    init(sample: OpaquePointer, format: VideoFormat) {
+        self.sample = sample
+        self.format = format
+    }
+
+
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let buffer = gst_sample_get_buffer(sample)!
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        defer { gst_buffer_unmap(buffer, &map) }
+        return try body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+
+    func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        let shared = gst_buffer_ref(gst_sample_get_buffer(sample))!
+        gst_sample_set_buffer(sample, nil)
+        let buffer = sl_buffer_make_writable(shared)!
+        defer {
+            gst_sample_set_buffer(sample, buffer)
+            gst_buffer_unref(buffer)
+        }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else { return try body(UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        defer { gst_buffer_unmap(buffer, &map) }
+        return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import StreamLensCore
+import StreamLensGst
+import StreamLensStages
+
+/// The `streamlens` command. Exit codes: 0 clean end of stream (also after Ctrl-C, once the
+/// output is finalized), 1 the pipeline failed, 2 a usage or spec error, 130 aborted.
+let usage = """
+    usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] SPEC [NAME=value …]
+           streamlens inspect SPEC [NAME=value …]
+           streamlens stages [STAGE]
+           streamlens --help | --version
+
+    SPEC is a gst-launch-1.0 pipeline in which StreamLens stages (lens…) appear like elements,
+    or a pipeline file: a path, or a name in Pipelines/ (with or without .pipeline). ${NAME} and
+    ${NAME:-default} in the spec are filled from NAME=value arguments, then the environment.
+
+      run       run the pipeline to its end; Ctrl-C sends end-of-stream so files are finalized,
+                a second Ctrl-C aborts
+        -q, --quiet     no progress, no stage summaries
+        -v, --verbose   print each stage's negotiated caps and debug details
+        --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
+        --timeout S     seconds the pipeline may take to start (default 20)
+      inspect   print the expanded pipeline and its elements, without running it
+      stages    list the stages with their properties, defaults and help
+
+    exit codes: 0 end of stream, 1 pipeline error, 2 bad usage or spec, 130 aborted
+    """
+
+struct UsageError: Error { var message: String }
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write("streamlens: \(message)\n".data(using: .utf8)!)
+    exit(code)
+}
+
+func printOut(_ text: String) { print(text) }
+
+let pipelineDirectories = [ProcessInfo.processInfo.environment["STREAMLENS_PIPELINES"], "Pipelines"].compactMap { $0 }
+
+/// SPEC plus NAME=value arguments → the pipeline text GStreamer will parse.
+func expandedSpec(_ arguments: [String]) throws -> String {
+    guard let first = arguments.first else { throw UsageError(message: "missing SPEC\n\n\(usage)") }
+    let spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories)
+    let variables = try PipelineSpec.parseAssignments(Array(arguments.dropFirst()))
+    return try spec.expanded(variables: variables, environment: ProcessInfo.processInfo.environment)
+}
+
+func initialize() {
+    do { try GStreamer.initialize(stages: builtinStages) } catch { fail("\(error)", code: 1) }
+}
+
+func runCommand(_ args: [String]) -> Int32 {
+    var options = Pipeline.Options()
+    var rest: [String] = []
+    var i = 0
+    while i < args.count {
+        let a = args[i]
+        switch a {
+        case "-q", "--quiet": options.quiet = true
+        case "-v", "--verbose": options.verbose = true
+        case "--mode", "--timeout":
+            guard i + 1 < args.count else { fail("\(a) needs a value", code: 2) }
+            i += 1
+            if a == "--mode" {
+                guard let mode = BridgeSettings.Mode(rawValue: args[i]) else { fail("--mode must be auto, lossless or live", code: 2) }
+                options.mode = mode
+            } else {
+                guard let t = Double(args[i]), t > 0 else { fail("--timeout needs a number of seconds", code: 2) }
+                options.startTimeout = t
+            }
+        case "--":
+            rest.append(contentsOf: args[(i + 1)...])
+            i = args.count
+            continue
+        default:
+            if a.hasPrefix("-") && rest.isEmpty { fail("unknown option \(a)\n\n\(usage)", code: 2) }
+            rest.append(a)
+        }
+        i += 1
+    }
+    let text: String
+    do { text = try expandedSpec(rest) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    initialize()
+    let pipeline: Pipeline
+    do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
+    if options.verbose { FileHandle.standardError.write("pipeline: \(text)\n".data(using: .utf8)!) }
+    let outcome = pipeline.run(options)
+    if case .finished(interrupted: true) = outcome, !options.quiet {
+        FileHandle.standardError.write("interrupted: end of stream reached, output finalized\n".data(using: .utf8)!)
+    }
+    return outcome.exitCode
+}
+
+func inspectCommand(_ args: [String]) -> Int32 {
+    let text: String
+    do { text = try expandedSpec(args) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    initialize()
+    let pipeline: Pipeline
+    do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
+    printOut(text)
+    printOut("")
+    for e in pipeline.elements {
+        printOut("  \(e.name)\(e.name == e.factory ? "" : " (\(e.factory))")\(e.isStage ? "  [StreamLens stage]" : "")")
+    }
+    return 0
+}
+
+func stagesCommand(_ args: [String]) -> Int32 {
+    let stages = builtinStages.map { $0.descriptor }.filter { args.isEmpty || args.contains($0.name) }
+    if stages.isEmpty { fail("unknown stage \(args.joined(separator: " ")) (`streamlens stages` lists them)", code: 2) }
+    for d in stages {
+        printOut("\(d.name): \(d.summary)")
+        printOut("  example: streamlens run '\(d.example)'")
+        printOut("  caps: \(d.sinkCaps)\(d.capsPassthrough ? " (output = input)" : "")")
+        printOut("  properties:")
+        for p in d.properties {
+            printOut("    \(p.name)=\(p.defaultValue)  [\(p.constraint)\(p.live ? ", live" : "")]  \(p.help)")
+        }
+        printOut("")
+    }
+    return 0
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else { fail("missing command\n\n\(usage)", code: 2) }
+arguments.removeFirst()
+switch command {
+case "run": exit(runCommand(arguments))
+case "inspect": exit(inspectCommand(arguments))
+case "stages": exit(stagesCommand(arguments))
+case "-h", "--help", "help": printOut(usage); exit(0)
+case "--version":
+    initialize()
+    printOut("streamlens 0.1 (\(GStreamer.versionString))")
+    exit(0)
+default: fail("unknown command \(command)\n\n\(usage)", code: 2)
+}
