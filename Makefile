@@ -1,0 +1,34 @@
+# StreamLens. The README's two commands: `make demo` and `make test`; both run `make setup`
+# (idempotent: seconds and no network once done).
+SHELL := /bin/bash
+SWIFT ?= swift
+BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/streamlens
+DEMO_INPUT := out/demo-input.mp4
+DEMO_OUTPUT := out/demo.mp4
+
+.PHONY: setup build demo test bench-bridge clean
+
+setup:
+	@tools/setup.sh
+
+build: setup
+	$(SWIFT) build -c release
+
+# Builds, makes a clip from public-domain photos, runs the demo pipeline on it.
+demo: build
+	@mkdir -p out
+	@[ -f $(DEMO_INPUT) ] || tools/make-demo-clip.sh $(DEMO_INPUT)
+	$(BIN_RELEASE) run demo INPUT=$(DEMO_INPUT) OUTPUT=$(DEMO_OUTPUT)
+	@echo "demo: wrote $(CURDIR)/$(DEMO_OUTPUT) ($$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 $(DEMO_OUTPUT)) frames; play it with: gst-play-1.0 $(DEMO_OUTPUT))"
+
+# Unit tests, real pipelines, and the built CLI spawned (see Tests/).
+test: setup
+	$(SWIFT) build
+	$(SWIFT) test
+
+# Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
+bench-bridge: build
+	bench/bridge.sh $(BIN_RELEASE)
+
+clean:
+	rm -rf .build out
