@@ -46,8 +46,10 @@ public final class Pipeline {
     let pipeline: UnsafeMutablePointer<GstElement>
     /// The pipeline text that was parsed.
     public let description: String
+    /// What the stages reported during the last run: (kind, text), kind "caps" or "stats".
+    public private(set) var stageReports: [(kind: String, text: String)] = []
     /// Where messages go (stderr by default).
-    var log: (String) -> Void = { writeStderr($0 + "\n") }
+    public var log: (String) -> Void = { writeStderr($0 + "\n") }
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -180,6 +182,7 @@ public final class Pipeline {
                 var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
                 if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
                     let k = String(cString: kind)
+                    stageReports.append((k, String(cString: text)))
                     if (k == "caps" && options.verbose) || (k == "stats" && !options.quiet) {
                         progress.clear()
                         log(String(cString: text))

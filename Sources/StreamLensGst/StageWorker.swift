@@ -106,7 +106,7 @@ final class StageWorker: @unchecked Sendable {
                 if stopping.load(ordering: .relaxed) { return }
                 continue
             }
-            defer { gst_sample_unref(sample) }
+            let pixels = SamplePixels(taking: sample)
             if first {
                 first = false
                 if requestedMode == .auto { setLive(sl_stage_upstream_is_live(element) != 0) }
@@ -118,7 +118,6 @@ final class StageWorker: @unchecked Sendable {
             guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
             statistics.received()
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
-            let pixels = SamplePixels(sample: sample, format: format)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
                               duration: duration == GstClockTime.max ? nil : UInt64(duration),
                               index: statistics.framesIn - 1, pixels: pixels)
@@ -127,8 +126,8 @@ final class StageWorker: @unchecked Sendable {
             case .forward:
                 // push_sample does not take the sample; it sets the caps on appsrc when they
                 // change and carries the segment, so timestamps stay as they came in.
-                let flow = gst_app_src_push_sample(appsrc, sample)
-                statistics.forwarded(age: live ? age(of: sample, pts: pts) : nil)
+                let flow = gst_app_src_push_sample(appsrc, pixels.sample)
+                statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
                 if flow != GST_FLOW_OK { return } // flushing (stopping) or downstream error
             case .drop:
                 statistics.addDropped(1)
@@ -177,20 +176,18 @@ final class StageWorker: @unchecked Sendable {
     }
 }
 
-/// Maps a sample's buffer on demand. Read access maps the buffer as is; write access first
-/// takes the buffer out of the sample so that, when nothing else holds it, making it writable
-/// costs no copy, then puts the (possibly new) buffer back.
+/// Owns the sample being processed and maps its buffer on demand. Read access maps the
+/// buffer as it is. Write access first moves the buffer into a fresh sample and drops the
+/// pulled one, so that when nothing else holds the buffer, making it writable costs no copy
+/// (the pulled sample's reference alone would force one).
 ///
-/// Used only on the worker thread during one `Stage.process` call.
+/// Used only on the worker thread, for one frame.
 final class SamplePixels: FramePixels {
-    let sample: OpaquePointer
-    let format: VideoFormat
+    /// The sample to push on: the pulled one, or the fresh one after write access.
+    private(set) var sample: OpaquePointer
 
-    init(sample: OpaquePointer, format: VideoFormat) {
-        self.sample = sample
-        self.format = format
-    }
-
+    init(taking sample: OpaquePointer) { self.sample = sample }
+    deinit { gst_sample_unref(sample) }
 
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let buffer = gst_sample_get_buffer(sample)!
@@ -201,16 +198,26 @@ final class SamplePixels: FramePixels {
     }
 
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        let shared = gst_buffer_ref(gst_sample_get_buffer(sample))!
-        gst_sample_set_buffer(sample, nil)
-        let buffer = sl_buffer_make_writable(shared)!
-        defer {
-            gst_sample_set_buffer(sample, buffer)
-            gst_buffer_unref(buffer)
-        }
+        makeBufferWritable()
+        let buffer = gst_sample_get_buffer(sample)!
         var map = GstMapInfo()
-        guard gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else { return try body(UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        guard gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else {
+            return try body(UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
         defer { gst_buffer_unmap(buffer, &map) }
         return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+
+    private var writable = false
+    private func makeBufferWritable() {
+        guard !writable else { return }
+        writable = true
+        let buffer = gst_buffer_ref(gst_sample_get_buffer(sample))
+        let fresh = gst_sample_new(nil, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
+        gst_sample_unref(sample)
+        sample = fresh
+        let own = sl_buffer_make_writable(buffer) // copies only if someone else still holds it
+        gst_sample_set_buffer(fresh, own)
+        gst_buffer_unref(own)
     }
 }
