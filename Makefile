@@ -24,7 +24,7 @@ demo: build
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/).
 test: setup
 	$(SWIFT) build
-	$(SWIFT) test
+	$(SWIFT) test --no-parallel
 
 # Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
 bench-bridge: build

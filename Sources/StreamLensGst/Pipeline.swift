@@ -206,6 +206,13 @@ public final class Pipeline {
     private func installSignalHandlers() {
         signal(SIGINT) { _ in interrupts.add(1, ordering: .relaxed) }
         signal(SIGTERM) { _ in interrupts.add(1, ordering: .relaxed) }
+        // A parent may have spawned us with these blocked (the mask survives exec; Foundation's
+        // Process does this): unblock them, or Ctrl-C and kill would never arrive.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     /// The first error already on the bus, printed.
@@ -227,13 +234,18 @@ public final class Pipeline {
         var text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
         if let error { g_error_free(error) }
         let debugText = takeString(debug)
-        if let debugText, debugText.contains("not-negotiated") {
-            text = "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"
-        } else if let debugText, debugText.contains("reason not-linked") {
-            text = "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"
+        if let debugText, let known = Self.knownCauses.first(where: { debugText.contains($0.debugContains) }) {
+            text = known.message
         }
         return "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
     }
+
+    /// Errors whose GStreamer message hides the cause, recognised by their debug text.
+    static let knownCauses: [(debugContains: String, message: String)] = [
+        ("not-negotiated", "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"),
+        ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
+        ("Address already in use", "the address or port is already in use"),
+    ]
 
     /// The element a message comes from, named as the user wrote it: a stage's inner
     /// appsink/appsrc report as the stage.

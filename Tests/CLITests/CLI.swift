@@ -1,0 +1,111 @@
+import Foundation
+
+/// Spawns the built `streamlens` binary (the one `swift test` built beside this test bundle,
+/// or $STREAMLENS_BIN) and collects what it printed and how it exited.
+struct CLI {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var timedOut: Bool
+    }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["STREAMLENS_BIN"] { return URL(fileURLWithPath: path) }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // Swift Testing on Linux runs the .xctest file itself; XCTest may run from inside a bundle.
+        if dir.pathExtension == "xctest" { dir = dir.deletingLastPathComponent() }
+        return dir.appendingPathComponent("streamlens")
+    }
+
+    /// Runs `streamlens args…` from the package root. `signals` are sent at the given seconds
+    /// after start (SIGINT tests). The process is killed after `timeout` seconds.
+    static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = []) throws -> Result {
+        // Output goes to files, not pipes: a pipe's reader waits for every process that inherited
+        // its write end (other tests' children too), a file does not.
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        defer { try? out.close(); try? err.close() }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = args
+        process.currentDirectoryURL = packageRoot
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let start = Date()
+        var pending = signals
+        var timedOut = false
+        while process.isRunning {
+            let t = Date().timeIntervalSince(start)
+            if let next = pending.first, t >= next.after {
+                kill(process.processIdentifier, next.signal)
+                pending.removeFirst()
+            }
+            if t > timeout {
+                timedOut = true
+                kill(process.processIdentifier, SIGKILL)
+                break
+            }
+            usleep(20_000)
+        }
+        process.waitUntilExit()
+        let stdout = String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self)
+        let stderr = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
+        return Result(status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: timedOut)
+    }
+}
+/// Frames in the first video stream of a media file, counted by decoding it (ffprobe).
+func countFrames(_ path: String) -> Int? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+    p.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+}
+
+func scratchDirectory() throws -> URL {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streamlens-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// Numbers from a stage summary line such as
+/// "pass: 20 frames in, 20 out, 40 dropped, frame age p50 1.0 ms p95 2.0 ms max 3 ms (live)".
+struct StageSummary {
+    var framesIn = 0, framesOut = 0, dropped = 0
+    var p95Milliseconds: Double?
+    var maxMilliseconds: Double?
+    var mode = ""
+
+    init?(line: String) {
+        let words = line.replacingOccurrences(of: ",", with: "").split(separator: " ").map(String.init)
+        func number(before word: String, after anchor: String? = nil) -> Double? {
+            var start = 0
+            if let anchor, let a = words.firstIndex(of: anchor) { start = a }
+            guard let i = words[start...].firstIndex(of: word), i > 0 else { return nil }
+            return Double(words[i - 1])
+        }
+        func number(after word: String) -> Double? {
+            guard let i = words.firstIndex(of: word), i + 1 < words.count else { return nil }
+            return Double(words[i + 1])
+        }
+        guard let fin = number(before: "frames"), let fout = number(before: "out"), let d = number(before: "dropped") else { return nil }
+        framesIn = Int(fin); framesOut = Int(fout); dropped = Int(d)
+        p95Milliseconds = number(after: "p95")
+        maxMilliseconds = number(after: "max")
+        mode = words.last?.trimmingCharacters(in: CharacterSet(charactersIn: "()")) ?? ""
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+
+/// Real pipelines through the built binary. Serialized: they share two cores, and the live
+/// tests measure frame age.
+@Suite(.serialized) struct RunTests {
+    @Test func losslessFileKeepsEveryFrame() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("a.mp4").path
+        let r = try CLI.run(["run", "videotestsrc num-buffers=300 ! video/x-raw,format=RGB,width=640,height=360,framerate=30/1 ! lenspass name=pass ! videoconvert ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=\(out)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(out) == 300)
+        #expect(r.stderr.contains("pass: 300 frames in, 300 out, 0 dropped (lossless)"))
+    }
+
+    @Test func teeNamedBranchesAndQuotedValues() throws {
+        let dir = try scratchDirectory().appendingPathComponent("with space")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir.deletingLastPathComponent()) }
+        let out = dir.appendingPathComponent("t.mp4").path
+        let spec = """
+            videotestsrc num-buffers=60 ! video/x-raw,format=RGB,width=320,height=240 ! lenspass \
+            ! capsfilter caps="video/x-raw, format=(string)RGB, width=(int)320" ! tee name=t \
+            t. ! queue ! fakesink \
+            t. ! queue ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency ! mp4mux ! filesink location="\(out)"
+            """
+        let r = try CLI.run(["run", "-q", spec])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(out) == 60)
+        #expect(r.stderr.isEmpty, "quiet run printed: \(r.stderr)")
+    }
+
+    @Test func pipelineFileWithVariables() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("p.mp4").path
+        let r = try CLI.run(["run", "-q", "testsrc-to-mp4", "OUTPUT=\(out)", "FRAMES=45", "WIDTH=320", "HEIGHT=240"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(out) == 45)
+        let inspect = try CLI.run(["inspect", "Pipelines/testsrc-to-mp4.pipeline", "OUTPUT=/tmp/x.mp4"])
+        #expect(inspect.status == 0)
+        #expect(inspect.stdout.hasPrefix("videotestsrc num-buffers=300 pattern=smpte ! video/x-raw,format=RGB,width=640,height=360,framerate=30/1 ! lenspass ! "))
+        #expect(inspect.stdout.contains("lenspass0 (lenspass)  [StreamLens stage]"))
+    }
+
+    @Test func liveModeKeepsFrameAgeBoundedAndCountsDrops() throws {
+        // A 30 fps live source into a stage that needs 100 ms a frame: live mode works on the
+        // newest frame, so frames wait at most about one frame interval before the stage.
+        let spec = "videotestsrc is-live=true num-buffers=90 ! video/x-raw,width=320,height=240,framerate=30/1 ! lenspass name=slow delay=100 ! fakesink"
+        let live = try CLI.run(["run", spec])
+        #expect(live.status == 0, "\(live.stderr)")
+        let line = try #require(live.stderr.split(separator: "\n").first { $0.hasPrefix("slow:") && $0.contains("frames in") })
+        let s = try #require(StageSummary(line: String(line)))
+        #expect(s.mode == "live")
+        #expect(s.framesIn + s.dropped == 90, "\(line)")
+        #expect(s.dropped >= 45, "\(line)")
+        #expect(s.framesOut == s.framesIn)
+        let p95 = try #require(s.p95Milliseconds)
+        #expect(p95 < 250, "\(line)")
+
+        // The same in lossless mode: every frame, and frames queue up behind the slow stage.
+        let lossless = try CLI.run(["run", "--mode", "lossless", spec.replacingOccurrences(of: "num-buffers=90", with: "num-buffers=30")])
+        #expect(lossless.status == 0, "\(lossless.stderr)")
+        #expect(lossless.stderr.contains("slow: 30 frames in, 30 out, 0 dropped (lossless)"), "\(lossless.stderr)")
+    }
+
+    @Test func interruptFinalizesTheFile() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("i.mp4").path
+        let r = try CLI.run(["run", "videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=30/1 ! lenspass ! videoconvert ! x264enc tune=zerolatency ! mp4mux ! filesink location=\(out)"],
+                            timeout: 30, signals: [(after: 3, signal: SIGINT)])
+        #expect(!r.timedOut)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("interrupt: sending end-of-stream"))
+        let frames = try #require(countFrames(out), "the mp4 is not playable")
+        #expect(frames >= 30, "only \(frames) frames in 3 s")
+    }
+
+    @Test func secondInterruptAborts() throws {
+        // EOS has to wait 3 s behind the slow stage; the second Ctrl-C must not.
+        let r = try CLI.run(["run", "videotestsrc is-live=true ! lenspass delay=3000 ! fakesink"],
+                            timeout: 30, signals: [(after: 1.5, signal: SIGINT), (after: 1.8, signal: SIGINT)])
+        #expect(!r.timedOut)
+        #expect(r.status == 130, "\(r.stderr)")
+        #expect(r.stderr.contains("aborted"))
+    }
+
+    @Test func verbosePrintsNegotiatedCaps() throws {
+        let r = try CLI.run(["run", "-v", "videotestsrc num-buffers=5 ! video/x-raw,format=BGRx,width=64,height=48 ! lenspass name=p ! fakesink"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("p: video/x-raw, format=(string)BGRx, width=(int)64, height=(int)48"), "\(r.stderr)")
+    }
+}
+
+@Suite struct CommandTests {
+    @Test func helpAndStages() throws {
+        let help = try CLI.run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("usage: streamlens run"))
+        let stages = try CLI.run(["stages"])
+        #expect(stages.status == 0)
+        #expect(stages.stdout.contains("lenspass: "))
+        #expect(stages.stdout.contains("delay=0  [int 0…10000, live]"))
+        #expect(stages.stdout.contains("mode=auto  [auto|lossless|live]"))
+        let none = try CLI.run([])
+        #expect(none.status == 2)
+    }
+}
