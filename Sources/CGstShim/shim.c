@@ -60,6 +60,8 @@ typedef struct {
     GDestroyNotify release;
     GstClockTime latency;     // atomic
     guint64 arrived;          // atomic
+    GList *pending_tags;      // guarded by lock
+    gboolean has_pending_tags; // atomic
 } SLStage;
 
 typedef struct {
@@ -102,6 +104,7 @@ static void sl_get_property(GObject *object, guint id, GValue *value, GParamSpec
 static void sl_finalize(GObject *object) {
     SLStage *self = (SLStage *)object;
     if (self->context && self->release) self->release(self->context);
+    g_list_free_full(self->pending_tags, (GDestroyNotify)gst_event_unref);
     for (guint i = 0; i < self->n_values; i++) g_value_unset(&self->values[i]);
     g_free(self->values);
     g_mutex_clear(&self->lock);
@@ -169,6 +172,40 @@ static GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpo
     return GST_PAD_PROBE_OK;
 }
 
+// Tags (title, orientation, …) stop at the appsink; hand each one to the appsrc, which sends
+// it downstream in order with its buffers, so a muxer still sees them. Before the appsrc has
+// caps (tags usually precede the first buffer) they wait for sl_stage_flush_tags, or the
+// appsrc would send a segment ahead of the caps.
+static GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    SLStage *self = data;
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+    if (GST_EVENT_TYPE(event) != GST_EVENT_TAG) return GST_PAD_PROBE_OK;
+    GstCaps *caps = gst_app_src_get_caps(GST_APP_SRC(self->appsrc));
+    if (caps) {
+        gst_caps_unref(caps);
+        gst_element_send_event(self->appsrc, gst_event_ref(event));
+    } else {
+        g_mutex_lock(&self->lock);
+        self->pending_tags = g_list_append(self->pending_tags, gst_event_ref(event));
+        __atomic_store_n(&self->has_pending_tags, TRUE, __ATOMIC_RELEASE);
+        g_mutex_unlock(&self->lock);
+    }
+    return GST_PAD_PROBE_OK;
+}
+
+void sl_stage_flush_tags(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    if (!__atomic_load_n(&self->has_pending_tags, __ATOMIC_ACQUIRE)) return;
+    g_mutex_lock(&self->lock);
+    GList *events = self->pending_tags;
+    self->pending_tags = NULL;
+    __atomic_store_n(&self->has_pending_tags, FALSE, __ATOMIC_RELEASE);
+    g_mutex_unlock(&self->lock);
+    for (GList *l = events; l; l = l->next) gst_element_send_event(self->appsrc, l->data);
+    g_list_free(events);
+}
+
 static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     SLStage *self = (SLStage *)instance;
     SLStageClassData *data = ((SLStageClass *)g_class)->data;
@@ -205,6 +242,7 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     self->sinkpad = gst_ghost_pad_new_from_template("sink", sinkpad, gst_element_class_get_pad_template(klass, "sink"));
     self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
     gst_object_unref(sinkpad);
     gst_object_unref(srcpad);
     gst_pad_set_query_function(self->srcpad, sl_src_query);

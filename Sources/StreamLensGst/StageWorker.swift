@@ -127,6 +127,7 @@ final class StageWorker: @unchecked Sendable {
                 // push_sample does not take the sample; it sets the caps on appsrc when they
                 // change and carries the segment, so timestamps stay as they came in.
                 let flow = gst_app_src_push_sample(appsrc, pixels.sample)
+                sl_stage_flush_tags(element)
                 statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
                 if flow != GST_FLOW_OK { return } // flushing (stopping) or downstream error
             case .drop:

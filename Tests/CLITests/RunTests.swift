@@ -87,6 +87,24 @@ import Testing
         #expect(r.stderr.contains("aborted"))
     }
 
+    @Test func tagsCrossTheStage() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("tags.mp4").path
+        let r = try CLI.run(["run", "-q", "videotestsrc num-buffers=10 ! video/x-raw,width=160,height=120 ! taginject tags=\"title=crossed\" ! lenspass ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!r.stderr.contains("misordering"), "\(r.stderr)")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        p.arguments = ["-v", "error", "-show_entries", "format_tags=title", "-of", "csv=p=0", out]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        let title = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(title.trimmingCharacters(in: .whitespacesAndNewlines) == "crossed")
+    }
+
     @Test func verbosePrintsNegotiatedCaps() throws {
         let r = try CLI.run(["run", "-v", "videotestsrc num-buffers=5 ! video/x-raw,format=BGRx,width=64,height=48 ! lenspass name=p ! fakesink"])
         #expect(r.status == 0)

@@ -84,6 +84,8 @@ void sl_stage_configure_queue(GstElement *stage, gboolean live);
 void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 // Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
 gboolean sl_stage_upstream_is_live(GstElement *stage);
+// Sends tags that arrived before the appsrc had caps (call after pushing a sample).
+void sl_stage_flush_tags(GstElement *stage);
 // Buffers that reached the stage's appsink (pulled + dropped).
 guint64 sl_stage_buffers_arrived(GstElement *stage);
 // Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
