@@ -33,6 +33,11 @@ let package = Package(
         .executableTarget(
             name: "streamlens",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),
+        // Examples are build targets, so they cannot rot.
+        .executableTarget(
+            name: "brightness-meter",
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"],
+            path: "examples/BrightnessMeter"),
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
         .testTarget(
