@@ -7,7 +7,7 @@ import Synchronization
 /// The bridge for one stage element: a thread that pulls samples from the inner appsink,
 /// hands each frame to the stage, and pushes the result into the inner appsrc.
 ///
-/// Modes (`mode` property): lossless keeps appsink at two buffers without dropping, so a slow
+/// Modes (`mode` property): lossless keeps appsink at four buffers without dropping, so a slow
 /// stage holds upstream back and every frame is processed; live keeps one buffer and drops
 /// the older one, so the stage always works on the newest frame. auto picks live when a
 /// LATENCY query upstream says the source is live.
