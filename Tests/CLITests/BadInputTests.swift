@@ -26,7 +26,7 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("streamlens-garbage.mp4").path
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<20_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         return path
     }()
 

@@ -28,8 +28,8 @@ struct CLI {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         defer { try? out.close(); try? err.close() }
         let process = Process()
@@ -74,6 +74,24 @@ func countFrames(_ path: String) -> Int? {
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+}
+
+/// Codec, frame rate and duration of each stream (ffprobe).
+func probeStreams(_ path: String) -> [(codec: String, rate: String, duration: Double)] {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+    p.arguments = ["-v", "error", "-show_entries", "stream=codec_name,r_frame_rate,duration", "-of", "csv=p=0", path]
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return [] }
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    p.waitUntilExit()
+    return text.split(separator: "\n").compactMap { line in
+        let f = line.split(separator: ",").map(String.init)
+        guard f.count == 3, let d = Double(f[2]) else { return nil }
+        return (f[0], f[1], d)
+    }
 }
 
 func scratchDirectory() throws -> URL {

@@ -87,6 +87,28 @@ import Testing
         #expect(r.stderr.contains("aborted"))
     }
 
+    @Test func demoPipelineKeepsFramesRateAndAudio() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.mp4").path, output = dir.appendingPathComponent("out.mp4").path
+        let make = Process()
+        make.executableURL = CLI.packageRoot.appendingPathComponent("tools/make-demo-clip.sh")
+        make.arguments = [input]
+        try make.run()
+        make.waitUntilExit()
+        try #require(make.terminationStatus == 0, "make-demo-clip.sh failed (run make setup)")
+        let r = try CLI.run(["run", "demo", "INPUT=\(input)", "OUTPUT=\(output)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(output) == 180)
+        let streams = probeStreams(output)
+        #expect(streams.map(\.codec) == ["h264", "aac"])
+        #expect(streams.first?.rate == "30/1")
+        let inStreams = probeStreams(input)
+        for (a, b) in zip(streams, inStreams) {
+            #expect(abs(a.duration - b.duration) < 0.05, "\(a.codec): \(a.duration) s out vs \(b.duration) s in")
+        }
+    }
+
     @Test func tagsCrossTheStage() throws {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
