@@ -8,9 +8,6 @@
 GstClockTime sl_buffer_pts(GstBuffer *buffer) { return GST_BUFFER_PTS(buffer); }
 GstClockTime sl_buffer_duration(GstBuffer *buffer) { return GST_BUFFER_DURATION(buffer); }
 GstMessageType sl_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
-const char *sl_message_source_name(GstMessage *message) {
-    return message->src ? GST_OBJECT_NAME(message->src) : "(unknown)";
-}
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_writable(buffer); }
 gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
 const char *sl_element_factory_name(GstElement *element) {
@@ -32,10 +29,6 @@ GstElement *sl_pipeline_parse(const char *description, GError **error) {
     return pipeline;
 }
 
-void sl_object_set_string(gpointer object, const char *name, const char *value) { g_object_set(object, name, value, NULL); }
-void sl_object_set_int(gpointer object, const char *name, gint value) { g_object_set(object, name, value, NULL); }
-void sl_object_set_uint64(gpointer object, const char *name, guint64 value) { g_object_set(object, name, value, NULL); }
-void sl_object_set_bool(gpointer object, const char *name, gboolean value) { g_object_set(object, name, value, NULL); }
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value) {
     if (!g_object_class_find_property(G_OBJECT_GET_CLASS(object), name)) return FALSE;
     gst_util_set_object_arg(G_OBJECT(object), name, value);

@@ -18,12 +18,6 @@ public enum GStreamer {
         return String(cString: s)
     }
 
-    /// Whether an element factory of this name is installed (or registered by us).
-    public static func hasElement(_ name: String) -> Bool {
-        guard let factory = gst_element_factory_find(name) else { return false }
-        defer { gst_object_unref(UnsafeMutableRawPointer(factory)) }
-        return true
-    }
 }
 
 /// An error the host reports: one message, and the exit code the CLI returns for it.

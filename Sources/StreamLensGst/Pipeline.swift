@@ -169,7 +169,7 @@ public final class Pipeline {
                 let debugText = takeString(debug)
                 if let error { g_error_free(error) }
                 progress.clear()
-                log("warning: \(sourceName(message)): \(text)" + (options.verbose ? debugText.map { "\n  debug: \($0)" } ?? "" : ""))
+                log("warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? ""))
             case GST_MESSAGE_STATE_CHANGED:
                 if messageIsFrom(message, pipeline) {
                     var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL

@@ -68,14 +68,6 @@ enum StageElements {
         registry.withLock { Int(id) < $0.count ? $0[Int(id)] : nil }
     }
 
-    /// The stage type behind an element, if it is one of ours.
-    static func stageType(of element: UnsafeMutablePointer<GstElement>) -> (any Stage.Type)? {
-        guard sl_is_stage(element) != 0 else { return nil }
-        guard let fname = sl_element_factory_name(element) else { return nil }
-        let factoryName = String(cString: fname)
-        return registry.withLock { $0.first { $0.descriptor.name == factoryName } }
-    }
-
     /// The element's current property values, as the stage's settings.
     static func settings(of element: UnsafeMutablePointer<GstElement>, descriptor: StageDescriptor) -> StageSettings {
         var values: [String: PropertyValue] = [:]

@@ -38,12 +38,12 @@ func printOut(_ text: String) { print(text) }
 
 let pipelineDirectories = [ProcessInfo.processInfo.environment["STREAMLENS_PIPELINES"], "Pipelines"].compactMap { $0 }
 
-/// SPEC plus NAME=value arguments → the pipeline text GStreamer will parse.
-func expandedSpec(_ arguments: [String]) throws -> String {
+/// SPEC plus NAME=value arguments → the spec and the pipeline text GStreamer will parse.
+func expandedSpec(_ arguments: [String]) throws -> (spec: PipelineSpec, text: String) {
     guard let first = arguments.first else { throw UsageError(message: "missing SPEC\n\n\(usage)") }
     let spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories)
     let variables = try PipelineSpec.parseAssignments(Array(arguments.dropFirst()))
-    return try spec.expanded(variables: variables, environment: ProcessInfo.processInfo.environment)
+    return (spec, try spec.expanded(variables: variables, environment: ProcessInfo.processInfo.environment))
 }
 
 func initialize() {
@@ -80,7 +80,7 @@ func runCommand(_ args: [String]) -> Int32 {
         i += 1
     }
     let text: String
-    do { text = try expandedSpec(rest) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    do { text = try expandedSpec(rest).text } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
@@ -93,13 +93,16 @@ func runCommand(_ args: [String]) -> Int32 {
 }
 
 func inspectCommand(_ args: [String]) -> Int32 {
-    let text: String
-    do { text = try expandedSpec(args) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    let spec: PipelineSpec, text: String
+    do { (spec, text) = try expandedSpec(args) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
     printOut(text)
     printOut("")
+    printOut("from: \(spec.origin)")
+    if !spec.variableNames.isEmpty { printOut("variables: \(spec.variableNames.joined(separator: ", "))") }
+    printOut("elements:")
     for e in pipeline.elements {
         printOut("  \(e.name)\(e.name == e.factory ? "" : " (\(e.factory))")\(e.isStage ? "  [StreamLens stage]" : "")")
     }

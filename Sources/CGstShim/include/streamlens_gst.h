@@ -11,16 +11,11 @@
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
 GstMessageType sl_message_type(GstMessage *message);
-const char *sl_message_source_name(GstMessage *message);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
 gboolean sl_is_bin(GstElement *element);
 // The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
 const char *sl_element_factory_name(GstElement *element);
 GstElement *sl_pipeline_parse(const char *description, GError **error);
-void sl_object_set_string(gpointer object, const char *name, const char *value);
-void sl_object_set_int(gpointer object, const char *name, gint value);
-void sl_object_set_uint64(gpointer object, const char *name, guint64 value);
-void sl_object_set_bool(gpointer object, const char *name, gboolean value);
 // Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
 
