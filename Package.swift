@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .library(name: "StreamLensCore", targets: ["StreamLensCore"]),
         .library(name: "StreamLensGst", targets: ["StreamLensGst"]),
+        .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
         .executable(name: "streamlens", targets: ["streamlens"]),
     ],
@@ -23,12 +24,15 @@ let package = Package(
             name: "CGstRTSPServer",
             pkgConfig: "gstreamer-rtsp-server-1.0",
             providers: [.apt(["libgstrtspserver-1.0-dev"])]),
+        // OpenVINO's C API from the wheel, through the generated pkg-config file.
+        .systemLibrary(name: "COpenVINO", pkgConfig: "openvino"),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
 
         // No C below this line of the diagram: frames, stage protocol, property tables, specs.
         .target(name: "StreamLensCore"),
         .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
+        .target(name: "StreamLensInference", dependencies: ["StreamLensCore", "COpenVINO"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore"]),
         .executableTarget(
             name: "streamlens",
@@ -40,6 +44,7 @@ let package = Package(
             path: "examples/BrightnessMeter"),
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
+        .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
         .testTarget(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),

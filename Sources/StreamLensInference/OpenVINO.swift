@@ -1,0 +1,349 @@
+import COpenVINO
+import Foundation
+import StreamLensCore
+
+// The only Swift file that imports COpenVINO. Everyone else sees InferenceEngine, ImageModel
+// and plain Swift values.
+
+/// A failed OpenVINO call: the call's name, its status and OpenVINO's own last message.
+public struct InferenceError: Error, CustomStringConvertible, Equatable, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One status-to-throw helper for the whole C API.
+private func check(_ status: ov_status_e, _ call: StaticString) throws {
+    guard status != OK else { return }
+    let detail = ov_get_last_err_msg().map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    throw InferenceError("\(call) failed (status \(status.rawValue))" + (detail.isEmpty ? "" : ": \(detail)"))
+}
+
+/// How a model is compiled: the iOS app's compute-unit switch becomes `device`
+/// (CPU, GPU, NPU, AUTO…), plus the knobs OpenVINO exposes as properties.
+public struct InferenceOptions: Sendable, Equatable {
+    public var device = "CPU"
+    /// "f32", "bf16" or "f16" (INFERENCE_PRECISION_HINT); nil leaves the device's default
+    /// (bf16 on this machine's CPU).
+    public var precision: String?
+    /// INFERENCE_NUM_THREADS; nil or 0 leaves OpenVINO's choice.
+    public var threads: Int?
+    /// "LATENCY" or "THROUGHPUT" (PERFORMANCE_HINT).
+    public var performanceHint: String? = "LATENCY"
+    /// Compiled models are cached here, so a second start is fast (CACHE_DIR).
+    public var cacheDirectory: String?
+    public init() {}
+}
+
+/// The model input a frame is turned into, as a manifest describes it.
+public struct ImageInput: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    /// "NHWC" or "NCHW".
+    public var layout: String
+    /// "RGB" or "BGR".
+    public var colorOrder: String
+    /// u8 value v becomes (v - mean) / scale.
+    public var mean: Float
+    public var scale: Float
+    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: Float, scale: Float) {
+        self.width = width; self.height = height; self.layout = layout; self.colorOrder = colorOrder
+        self.mean = mean; self.scale = scale
+    }
+}
+
+/// The frames a compiled model will receive: packed 8-bit RGB-family pixels.
+public struct FrameLayout: Sendable, Equatable {
+    public var width: Int
+    public var height: Int
+    /// GStreamer's name: RGB, BGR, RGBx, BGRx, RGBA, BGRA.
+    public var pixelFormat: String
+    /// Bytes per row.
+    public var stride: Int
+    public init(width: Int, height: Int, pixelFormat: String, stride: Int) {
+        self.width = width; self.height = height; self.pixelFormat = pixelFormat; self.stride = stride
+    }
+
+    public static let supportedFormats = ["RGB", "BGR", "RGBx", "BGRx", "RGBA", "BGRA"]
+    var channels: Int { pixelFormat.count == 3 ? 3 : 4 }
+    var colorFormat: ov_color_format_e? {
+        switch pixelFormat {
+        case "RGB": return RGB
+        case "BGR": return BGR
+        case "RGBx", "RGBA": return RGBX
+        case "BGRx", "BGRA": return BGRX
+        default: return nil
+        }
+    }
+}
+
+/// Where the model's square (or rectangle) comes from in the frame, done by OpenVINO's
+/// pre-processing rather than by hand: pad (letterbox), crop (centre crop) or neither (stretch).
+public enum FrameRegion: Sendable, Equatable {
+    case whole
+    case pad(top: Int, left: Int, bottom: Int, right: Int)
+    case crop(x: Int, y: Int, width: Int, height: Int)
+}
+
+/// One output of an inference: its tensor name (or index), shape and values as f32.
+public struct TensorData: Sendable, Equatable {
+    public var name: String
+    public var shape: [Int]
+    public var values: [Float]
+}
+
+/// The OpenVINO runtime (one `ov_core_t`). Thread-safe as OpenVINO's core is.
+///
+/// @unchecked Sendable: `core` is created once and never reassigned; OpenVINO documents
+/// ov::Core as safe to use from several threads.
+public final class InferenceEngine: @unchecked Sendable {
+    private let core: OpaquePointer
+
+    public init() throws {
+        var core: OpaquePointer?
+        try check(ov_core_create(&core), "ov_core_create")
+        self.core = core!
+    }
+
+    deinit { ov_core_free(core) }
+
+    /// Devices OpenVINO can use here ("CPU", "GPU.0", …).
+    public func availableDevices() throws -> [String] {
+        var devices = ov_available_devices_t()
+        try check(ov_core_get_available_devices(core, &devices), "ov_core_get_available_devices")
+        defer { ov_available_devices_free(&devices) }
+        return (0..<devices.size).compactMap { devices.devices[$0].map { String(cString: $0) } }
+    }
+
+    /// Checks that `device` exists here; virtual devices (AUTO, MULTI, HETERO, BATCH) pick among
+    /// the real ones and are always accepted.
+    public func checkDevice(_ device: String) throws {
+        let base = String(device.prefix { $0 != ":" && $0 != "." })
+        if ["AUTO", "MULTI", "HETERO", "BATCH"].contains(base) { return }
+        let available = try availableDevices()
+        guard available.contains(where: { $0 == device || $0.hasPrefix(base + ".") || $0 == base }) else {
+            throw InferenceError("device \(device) is not available here (available: \(available.joined(separator: ", ")))")
+        }
+    }
+
+    /// Reads a model (.xml, .onnx, .tflite), fixes dynamic dimensions (batch → 1, spatial → the
+    /// manifest's size), adds pre-processing from `frame` to `input`, and compiles it.
+    public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
+                               options: InferenceOptions) throws -> ImageModel {
+        guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
+        guard let colorFormat = frame.colorFormat else {
+            throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
+        }
+        try checkDevice(options.device)
+        var model: OpaquePointer?
+        try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
+        defer { ov_model_free(model) }
+        let inputs = try portCount(model!, inputs: true)
+        guard inputs == 1 else { throw InferenceError("\(path) has \(inputs) inputs; an image model has one") }
+        try makeStatic(model!, input: input)
+
+        var ppp: OpaquePointer?
+        try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")
+        defer { ov_preprocess_prepostprocessor_free(ppp) }
+        var inputInfo: OpaquePointer?
+        try check(ov_preprocess_prepostprocessor_get_input_info_by_index(ppp, 0, &inputInfo), "ov_preprocess_prepostprocessor_get_input_info_by_index")
+        defer { ov_preprocess_input_info_free(inputInfo) }
+
+        var tensorInfo: OpaquePointer?
+        try check(ov_preprocess_input_info_get_tensor_info(inputInfo, &tensorInfo), "ov_preprocess_input_info_get_tensor_info")
+        defer { ov_preprocess_input_tensor_info_free(tensorInfo) }
+        try check(ov_preprocess_input_tensor_info_set_element_type(tensorInfo, U8), "ov_preprocess_input_tensor_info_set_element_type")
+        try withLayout("NHWC") { try check(ov_preprocess_input_tensor_info_set_layout(tensorInfo, $0), "ov_preprocess_input_tensor_info_set_layout") }
+        try check(ov_preprocess_input_tensor_info_set_color_format(tensorInfo, colorFormat), "ov_preprocess_input_tensor_info_set_color_format")
+        try check(ov_preprocess_input_tensor_info_set_spatial_static_shape(tensorInfo, frame.height, frame.width), "ov_preprocess_input_tensor_info_set_spatial_static_shape")
+
+        var steps: OpaquePointer?
+        try check(ov_preprocess_input_info_get_preprocess_steps(inputInfo, &steps), "ov_preprocess_input_info_get_preprocess_steps")
+        defer { ov_preprocess_preprocess_steps_free(steps) }
+        try check(ov_preprocess_preprocess_steps_convert_element_type(steps, F32), "ov_preprocess_preprocess_steps_convert_element_type")
+        switch region {
+        case .whole:
+            break
+        case let .pad(top, left, bottom, right):
+            var begin: [Int32] = [0, Int32(top), Int32(left), 0], end: [Int32] = [0, Int32(bottom), Int32(right), 0]
+            try check(ov_preprocess_preprocess_steps_pad(steps, &begin, 4, &end, 4, 0, CONSTANT), "ov_preprocess_preprocess_steps_pad")
+        case let .crop(x, y, width, height):
+            var begin: [Int32] = [0, Int32(y), Int32(x), 0]
+            var end: [Int32] = [1, Int32(y + height), Int32(x + width), Int32(frame.channels)]
+            try check(ov_preprocess_preprocess_steps_crop(steps, &begin, 4, &end, 4), "ov_preprocess_preprocess_steps_crop")
+        }
+        try check(ov_preprocess_preprocess_steps_convert_color(steps, input.colorOrder == "BGR" ? BGR : RGB), "ov_preprocess_preprocess_steps_convert_color")
+        try check(ov_preprocess_preprocess_steps_resize(steps, RESIZE_LINEAR), "ov_preprocess_preprocess_steps_resize")
+        if input.mean != 0 { try check(ov_preprocess_preprocess_steps_mean(steps, input.mean), "ov_preprocess_preprocess_steps_mean") }
+        if input.scale != 1 { try check(ov_preprocess_preprocess_steps_scale(steps, input.scale), "ov_preprocess_preprocess_steps_scale") }
+
+        var modelInfo: OpaquePointer?
+        try check(ov_preprocess_input_info_get_model_info(inputInfo, &modelInfo), "ov_preprocess_input_info_get_model_info")
+        defer { ov_preprocess_input_model_info_free(modelInfo) }
+        try withLayout(input.layout) { try check(ov_preprocess_input_model_info_set_layout(modelInfo, $0), "ov_preprocess_input_model_info_set_layout") }
+
+        var built: OpaquePointer?
+        try check(ov_preprocess_prepostprocessor_build(ppp, &built), "ov_preprocess_prepostprocessor_build")
+        defer { ov_model_free(built) }
+
+        let outputs = try outputPorts(built!)
+        var compiled: OpaquePointer?
+        try withProperties(options) { count, properties in
+            try check(ov_core_compile_model_props(core, built, options.device, count, properties, &compiled), "ov_core_compile_model_props")
+        }
+        return try ImageModel(compiled: compiled!, frame: frame, outputs: outputs)
+    }
+
+    private func portCount(_ model: OpaquePointer, inputs: Bool) throws -> Int {
+        var n = 0
+        if inputs { try check(ov_model_inputs_size(model, &n), "ov_model_inputs_size") } else { try check(ov_model_outputs_size(model, &n), "ov_model_outputs_size") }
+        return n
+    }
+
+    /// Dynamic batch → 1 (otherwise inference "succeeds" on an empty tensor); dynamic height and
+    /// width → the manifest's; anything else dynamic is refused.
+    private func makeStatic(_ model: OpaquePointer, input: ImageInput) throws {
+        var port: OpaquePointer?
+        try check(ov_model_const_input_by_index(model, 0, &port), "ov_model_const_input_by_index")
+        defer { ov_output_const_port_free(port) }
+        var partial = ov_partial_shape_t()
+        try check(ov_port_get_partial_shape(port, &partial), "ov_port_get_partial_shape")
+        defer { ov_partial_shape_free(&partial) }
+        guard !ov_partial_shape_is_dynamic(partial) else {
+            guard partial.rank.min == 4, partial.rank.max == 4 else { throw InferenceError("the model's input is not an image (rank \(partial.rank.min)…\(partial.rank.max), expected 4)") }
+            let nchw = input.layout == "NCHW"
+            var dims: [Int64] = (0..<4).map { i in
+                let d = partial.dims[i]
+                if d.min == d.max { return d.min }
+                switch (i, nchw) {
+                case (0, _): return 1
+                case (1, true), (2, false): return Int64(input.height)
+                case (2, true), (3, false): return Int64(input.width)
+                default: return 3
+                }
+            }
+            var fixed = ov_partial_shape_t()
+            try check(ov_partial_shape_create_static(4, &dims, &fixed), "ov_partial_shape_create_static")
+            defer { ov_partial_shape_free(&fixed) }
+            try check(ov_model_reshape_single_input(model, fixed), "ov_model_reshape_single_input")
+            return
+        }
+        guard partial.rank.min == 4 else { throw InferenceError("the model's input is not an image (rank \(partial.rank.min), expected 4)") }
+    }
+
+    private func outputPorts(_ model: OpaquePointer) throws -> [(name: String, shape: [Int])] {
+        try (0..<portCount(model, inputs: false)).map { i in
+            var port: OpaquePointer?
+            try check(ov_model_const_output_by_index(model, i, &port), "ov_model_const_output_by_index")
+            defer { ov_output_const_port_free(port) }
+            var cName: UnsafeMutablePointer<CChar>?
+            let name: String
+            if ov_port_get_any_name(port, &cName) == OK, let cName {
+                name = String(cString: cName)
+                ov_free(cName)
+            } else {
+                name = String(i)
+            }
+            var shape = ov_shape_t()
+            try check(ov_const_port_get_shape(port, &shape), "ov_const_port_get_shape")
+            defer { ov_shape_free(&shape) }
+            return (name, (0..<Int(shape.rank)).map { Int(shape.dims[$0]) })
+        }
+    }
+
+    private func withLayout(_ text: String, _ body: (OpaquePointer) throws -> Void) throws {
+        var layout: OpaquePointer?
+        try check(ov_layout_create(text, &layout), "ov_layout_create")
+        defer { ov_layout_free(layout) }
+        try body(layout!)
+    }
+
+    /// Literal property names (Swift 6 rejects the C API's global key symbols).
+    private func withProperties(_ options: InferenceOptions, _ body: (Int, UnsafePointer<ov_property_t>?) throws -> Void) throws {
+        var pairs: [(String, String)] = []
+        if let p = options.precision { pairs.append(("INFERENCE_PRECISION_HINT", p)) }
+        if let t = options.threads, t > 0 { pairs.append(("INFERENCE_NUM_THREADS", String(t))) }
+        if let h = options.performanceHint { pairs.append(("PERFORMANCE_HINT", h)) }
+        if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c)) }
+        let strings = pairs.flatMap { [strdup($0.0)!, strdup($0.1)!] }
+        defer { strings.forEach { free($0) } }
+        var properties = (0..<pairs.count).map { i in
+            ov_property_t(key: UnsafePointer(strings[2 * i]), value: UnsafeRawPointer(strings[2 * i + 1]))
+        }
+        try properties.withUnsafeMutableBufferPointer { try body($0.count, UnsafePointer($0.baseAddress)) }
+    }
+}
+
+/// A compiled model with its pre-processing, fed one frame at a time.
+///
+/// Not thread-safe: one infer request, used by one worker.
+public final class ImageModel {
+    private let compiled: OpaquePointer
+    private let request: OpaquePointer
+    public let frame: FrameLayout
+    /// Output names and shapes, in the model's order.
+    public let outputs: [(name: String, shape: [Int])]
+    private var scratch: [UInt8] = []
+
+    init(compiled: OpaquePointer, frame: FrameLayout, outputs: [(name: String, shape: [Int])]) throws {
+        self.compiled = compiled
+        var request: OpaquePointer?
+        do {
+            try check(ov_compiled_model_create_infer_request(compiled, &request), "ov_compiled_model_create_infer_request")
+        } catch {
+            ov_compiled_model_free(compiled)
+            throw error
+        }
+        self.request = request!
+        self.frame = frame
+        self.outputs = outputs
+    }
+
+    deinit {
+        ov_infer_request_free(request)
+        ov_compiled_model_free(compiled)
+    }
+
+    /// Runs the model on one frame (rows of `frame.stride` bytes) and returns every output.
+    public func infer(_ pixels: UnsafeRawBufferPointer) throws -> [TensorData] {
+        let rowBytes = frame.width * frame.channels
+        guard pixels.count >= frame.stride * (frame.height - 1) + rowBytes else {
+            throw InferenceError("frame buffer has \(pixels.count) bytes, expected \(frame.stride * frame.height)")
+        }
+        // The tensor wraps the frame without a copy when rows are packed; else rows are packed
+        // into a scratch buffer first.
+        let run: (UnsafeRawPointer) throws -> Void = { base in
+            var dims: [Int64] = [1, Int64(self.frame.height), Int64(self.frame.width), Int64(self.frame.channels)]
+            var shape = ov_shape_t()
+            try check(ov_shape_create(4, &dims, &shape), "ov_shape_create")
+            defer { ov_shape_free(&shape) }
+            var tensor: OpaquePointer?
+            try check(ov_tensor_create_from_host_ptr(U8, shape, UnsafeMutableRawPointer(mutating: base), &tensor), "ov_tensor_create_from_host_ptr")
+            defer { ov_tensor_free(tensor) }
+            try check(ov_infer_request_set_input_tensor(self.request, tensor), "ov_infer_request_set_input_tensor")
+            try check(ov_infer_request_infer(self.request), "ov_infer_request_infer")
+        }
+        if frame.stride == rowBytes {
+            try run(pixels.baseAddress!)
+        } else {
+            if scratch.count != rowBytes * frame.height { scratch = [UInt8](repeating: 0, count: rowBytes * frame.height) }
+            scratch.withUnsafeMutableBytes { dst in
+                for row in 0..<frame.height {
+                    dst.baseAddress!.advanced(by: row * rowBytes).copyMemory(from: pixels.baseAddress!.advanced(by: row * frame.stride), byteCount: rowBytes)
+                }
+            }
+            try scratch.withUnsafeBytes { try run($0.baseAddress!) }
+        }
+        return try outputs.enumerated().map { i, output in
+            var tensor: OpaquePointer?
+            try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
+            defer { ov_tensor_free(tensor) }
+            var count = 0
+            try check(ov_tensor_get_size(tensor, &count), "ov_tensor_get_size")
+            var data: UnsafeMutableRawPointer?
+            try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+            let values = Array(UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self), count: count))
+            return TensorData(name: output.name, shape: output.shape, values: values)
+        }
+    }
+}
