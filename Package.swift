@@ -26,6 +26,8 @@ let package = Package(
             providers: [.apt(["libgstrtspserver-1.0-dev"])]),
         // OpenVINO's C API from the wheel, through the generated pkg-config file.
         .systemLibrary(name: "COpenVINO", pkgConfig: "openvino"),
+        // cairo draws boxes and labels (real font rendering).
+        .systemLibrary(name: "CCairo", pkgConfig: "cairo", providers: [.apt(["libcairo2-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
 
@@ -33,7 +35,8 @@ let package = Package(
         .target(name: "StreamLensCore"),
         .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
         .target(name: "StreamLensInference", dependencies: ["StreamLensCore", "COpenVINO"]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore"]),
+        .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw"]),
         .executableTarget(
             name: "streamlens",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),

@@ -32,6 +32,7 @@ APT_PACKAGES=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-base-apps
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-rtsp ffmpeg unzip
+  libcairo2-dev fonts-dejavu-core
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

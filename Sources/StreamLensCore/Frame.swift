@@ -45,6 +45,9 @@ public protocol FramePixels: AnyObject {
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
     /// Writable view; the bridge makes the buffer writable first (a copy only if it is shared).
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
+    /// Attaches a region of interest (frame pixels) to the outgoing buffer as a
+    /// GstVideoRegionOfInterestMeta, so elements downstream see it.
+    func addRegionOfInterest(label: String, x: Int, y: Int, width: Int, height: Int)
 }
 
 /// One video frame as a stage sees it, valid only during `Stage.process`.

@@ -25,12 +25,16 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// The latency this stage adds, in nanoseconds (reported to downstream sinks so they wait
     /// for frames instead of dropping them as late).
     var latencyNanoseconds: UInt64 { get }
+
+    /// The stage's own figures for the end-of-stream summary (e.g. "inference 1.2 ms median").
+    var summary: String? { get }
 }
 
 extension Stage {
     public func formatChanged(_ format: VideoFormat) throws {}
     public func settingsChanged(_ settings: StageSettings) {}
     public var latencyNanoseconds: UInt64 { 0 }
+    public var summary: String? { nil }
 }
 
 /// What became of one frame (the per-frame channel; setup failures are `StageError`s).

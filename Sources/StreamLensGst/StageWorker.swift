@@ -173,7 +173,8 @@ final class StageWorker: @unchecked Sendable {
         let arrived = Int(sl_stage_buffers_arrived(element))
         var stats = statistics
         stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
-        sl_stage_post_info(element, "stats", "\(name): \(stats.summary) (\(live ? "live" : "lossless"))")
+        let own = stage.summary.map { ", \($0)" } ?? ""
+        sl_stage_post_info(element, "stats", "\(name): \(stats.summary)\(own) (\(live ? "live" : "lossless"))")
     }
 }
 
@@ -207,6 +208,12 @@ final class SamplePixels: FramePixels {
         }
         defer { gst_buffer_unmap(buffer, &map) }
         return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
+    }
+
+    func addRegionOfInterest(label: String, x: Int, y: Int, width: Int, height: Int) {
+        makeBufferWritable()
+        _ = gst_buffer_add_video_region_of_interest_meta(gst_sample_get_buffer(sample), label,
+                                                         guint(max(0, x)), guint(max(0, y)), guint(max(0, width)), guint(max(0, height)))
     }
 
     private var writable = false

@@ -1,0 +1,230 @@
+import Foundation
+
+/// Everything StreamLens needs to know about one model file, as versioned JSON beside it
+/// (Models/*.json): input size and pre-processing, how to crop frames, how to decode the
+/// outputs, labels and licence. A new model of a known family is a new manifest, not new code.
+///
+/// ```json
+/// { "schema_version": 1, "name": "face-short-range", "model": "face_detection_short_range.tflite",
+///   "input": { "width": 128, "height": 128, "color_order": "RGB", "value_range": [-1, 1], "layout": "NHWC" },
+///   "crop": "letterbox",
+///   "decoder": { "name": "blazeface", "parameters": { … BlazeFaceDecoderOptions … } },
+///   "labels": ["face"], "licence": "Apache-2.0 …" }
+/// ```
+public struct ModelManifest: Sendable, Codable, Equatable {
+    /// The only `schema_version` this code reads.
+    public static let schemaVersion = 1
+    /// Decoder names this code knows.
+    public static let knownDecoders = ["blazeface"]
+
+    public var schemaVersion: Int
+    public var name: String
+    /// The model file, relative to the manifest's folder (or absolute).
+    public var model: String
+    public var input: Input
+    /// How frames are fitted to the input (default letterbox).
+    public var crop: CropMode
+    public var decoder: DecoderSpec
+    public var labels: [String]
+    public var licence: String
+
+    /// The model's input tensor and the pixel values it expects.
+    public struct Input: Sendable, Codable, Equatable {
+        public enum ColorOrder: String, Sendable, Codable, CaseIterable { case rgb = "RGB", bgr = "BGR" }
+        public enum Layout: String, Sendable, Codable, CaseIterable { case nhwc = "NHWC", nchw = "NCHW" }
+
+        public var width: Int
+        public var height: Int
+        public var colorOrder: ColorOrder
+        /// What 0 and 255 of an 8-bit channel become: [-1, 1], [0, 1], [0, 255], …
+        public var valueRange: [Double]
+        public var layout: Layout
+
+        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout) {
+            self.width = width
+            self.height = height
+            self.colorOrder = colorOrder
+            self.valueRange = valueRange
+            self.layout = layout
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case width, height, layout
+            case colorOrder = "color_order"
+            case valueRange = "value_range"
+        }
+
+        /// OpenVINO-style normalisation `(x - mean) / scale` taking 8-bit 0…255 to the value
+        /// range [lo, hi]: scale = 255 / (hi - lo), mean = -lo * scale. [-1, 1]: 127.5 and
+        /// 127.5; [0, 1]: 0 and 255; [0, 255]: 0 and 1. Valid once the manifest is validated.
+        public var scale: Double { 255 / (valueRange[1] - valueRange[0]) }
+        public var mean: Double { 0 - valueRange[0] * scale }
+    }
+
+    /// Which decoder turns the outputs into detections, and its parameters. Only "blazeface"
+    /// exists so far, so the parameters are its options; another family becomes another case.
+    public struct DecoderSpec: Sendable, Codable, Equatable {
+        public var name: String
+        public var parameters: BlazeFaceDecoderOptions
+
+        public init(name: String = "blazeface", parameters: BlazeFaceDecoderOptions) {
+            self.name = name
+            self.parameters = parameters
+        }
+
+        enum CodingKeys: String, CodingKey { case name, parameters }
+
+        /// Reads `parameters` only for a known name, so an unknown decoder is reported as such
+        /// rather than as a missing BlazeFace key.
+        public init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            name = try c.decode(String.self, forKey: .name)
+            guard ModelManifest.knownDecoders.contains(name) else { throw UnknownDecoder(name: name) }
+            parameters = try c.decode(BlazeFaceDecoderOptions.self, forKey: .parameters)
+        }
+    }
+
+    public init(name: String, model: String, input: Input, crop: CropMode = .letterbox, decoder: DecoderSpec,
+                labels: [String], licence: String) {
+        self.schemaVersion = Self.schemaVersion
+        self.name = name
+        self.model = model
+        self.input = input
+        self.crop = crop
+        self.decoder = decoder
+        self.labels = labels
+        self.licence = licence
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case name, model, input, crop, decoder, labels, licence
+    }
+
+    public init(from decoder: any Swift.Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
+        // Stop before reading anything else: another version may lay the rest out differently.
+        guard schemaVersion == Self.schemaVersion else { throw WrongSchemaVersion(version: schemaVersion) }
+        name = try c.decode(String.self, forKey: .name)
+        model = try c.decode(String.self, forKey: .model)
+        input = try c.decode(Input.self, forKey: .input)
+        crop = try c.decodeIfPresent(CropMode.self, forKey: .crop) ?? .letterbox
+        self.decoder = try c.decode(DecoderSpec.self, forKey: .decoder)
+        labels = try c.decode([String].self, forKey: .labels)
+        licence = try c.decode(String.self, forKey: .licence)
+    }
+
+    /// Reads and checks a manifest file. Every failure is a `StageError` naming the file:
+    /// not found, not valid JSON or a missing/mistyped key (with the key's path), a
+    /// `schema_version` other than 1, an unknown decoder, inconsistent values.
+    public static func load(path: String) throws -> ModelManifest {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StageError("model manifest \(path) not found")
+        }
+        return try decode(data, origin: path)
+    }
+
+    /// `load` without the file: `origin` names the source in messages.
+    public static func decode(_ data: Data, origin: String) throws -> ModelManifest {
+        let manifest: ModelManifest
+        do {
+            manifest = try JSONDecoder().decode(ModelManifest.self, from: data)
+        } catch let e as WrongSchemaVersion {
+            throw StageError("model manifest \(origin) has schema_version \(e.version); this StreamLens reads schema_version \(schemaVersion)")
+        } catch let e as UnknownDecoder {
+            throw StageError("model manifest \(origin) names decoder '\(e.name)'; known decoders: \(knownDecoders.joined(separator: ", "))")
+        } catch let e as DecodingError {
+            throw StageError("model manifest \(origin) is not valid: \(describe(e, in: data))")
+        } catch {
+            throw StageError("model manifest \(origin) is not valid: \(error)")
+        }
+        do {
+            try manifest.validate()
+        } catch let e as StageError {
+            throw StageError("model manifest \(origin): \(e.message)")
+        }
+        return manifest
+    }
+
+    /// Values JSON types cannot rule out: sizes, the value range, the decoder's options and
+    /// whether its anchors were made for this input size.
+    public func validate() throws {
+        guard input.width > 0, input.height > 0 else {
+            throw StageError("input size \(input.width)x\(input.height) is not positive")
+        }
+        guard input.valueRange.count == 2, input.valueRange.allSatisfy(\.isFinite), input.valueRange[0] < input.valueRange[1] else {
+            throw StageError("input value_range must be two numbers [lo, hi] with lo < hi, got \(input.valueRange)")
+        }
+        let anchors = decoder.parameters.anchors
+        guard anchors.inputWidth == input.width, anchors.inputHeight == input.height else {
+            throw StageError("the decoder's anchors are for \(anchors.inputWidth)x\(anchors.inputHeight) but the input is \(input.width)x\(input.height)")
+        }
+        try decoder.parameters.validate()
+    }
+
+    /// The model file: `model` resolved against the manifest's folder (kept as is when absolute).
+    public func modelURL(relativeTo manifestURL: URL) -> URL {
+        if model.hasPrefix("/") { return URL(fileURLWithPath: model) }
+        return manifestURL.deletingLastPathComponent().appendingPathComponent(model)
+    }
+
+    /// `modelURL` for plain paths.
+    public func modelPath(relativeTo manifestPath: String) -> String {
+        modelURL(relativeTo: URL(fileURLWithPath: manifestPath)).path
+    }
+
+    /// The input's normalisation, `(x - mean) / scale` (see `Input.mean`).
+    public var mean: Double { input.mean }
+    public var scale: Double { input.scale }
+
+    /// A BlazeFace decoder for this model, labelling its detections with the first label.
+    public func makeDecoder() throws -> BlazeFaceDecoder {
+        try BlazeFaceDecoder(options: decoder.parameters, label: labels.first)
+    }
+
+    /// "input.width: expected Int …" style text: the key's path, then what was wrong.
+    /// Foundation's own descriptions print the coding keys as Swift values, and on Linux a
+    /// syntax error says nothing of where it is, so JSONSerialization is asked for that.
+    static func describe(_ error: DecodingError, in data: Data) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "missing key \(path(context.codingPath + [key]))"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(type) (\(context.debugDescription))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(type), found null"
+        case .dataCorrupted(let context):
+            guard context.codingPath.isEmpty else { return "\(path(context.codingPath)): \(context.debugDescription)" }
+            return context.debugDescription + (syntaxErrorLocation(data).map { " (\($0))" } ?? "")
+        @unknown default:
+            return String(describing: error)
+        }
+    }
+
+    /// "Invalid value around line 3, column 7" for data that is not JSON, when Foundation says.
+    static func syntaxErrorLocation(_ data: Data) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+            return nil
+        } catch {
+            guard var text = (error as NSError).userInfo["NSDebugDescription"] as? String else { return nil }
+            // "… around character 16." becomes a line and column (1-based), easier to find.
+            if let range = text.range(of: #"character \d+"#, options: .regularExpression),
+               let offset = Int(text[range].dropFirst("character ".count)) {
+                let before = Array(data.prefix(offset))
+                let line = before.filter { $0 == 0x0A }.count + 1
+                let column = offset - (before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) + 1
+                text.replaceSubrange(range, with: "line \(line), column \(column)")
+            }
+            return text.hasSuffix(".") ? String(text.dropLast()) : text
+        }
+    }
+}
+
+/// Thrown while decoding, turned into a `StageError` naming the file by `ModelManifest.decode`.
+struct WrongSchemaVersion: Error { var version: Int }
+struct UnknownDecoder: Error { var name: String }

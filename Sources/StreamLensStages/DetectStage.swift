@@ -1,0 +1,214 @@
+import Foundation
+import StreamLensCore
+import StreamLensDraw
+import StreamLensInference
+
+/// `lensdetect`: finds faces (any BlazeFace-family detector described by a manifest in
+/// Models/), boxes them on the frame, attaches each as a GstVideoRegionOfInterestMeta, and can
+/// write them as JSON Lines.
+///
+///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! lensdetect model=Models/face-short-range.json metadata=faces.jsonl ! videoconvert ! autovideosink'
+///
+/// Pre-processing (pad for letterbox, crop for centre-crop, colour order, resize, value range)
+/// is OpenVINO's, compiled into the model for the negotiated frame size; inference, decoding
+/// and suppression run on the stage's worker thread.
+public final class DetectStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensdetect",
+        summary: "Detect faces with a BlazeFace-family model (OpenVINO), draw boxes, attach regions of interest",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect ! fakesink",
+        sinkCaps: "video/x-raw,format={BGRx,BGRA}",
+        properties: [
+            PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
+                         help: "model manifest (JSON) describing the model file, its input and its decoder"),
+            PropertySpec("device", .string, default: .string("CPU"),
+                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch)"),
+            PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"),
+                         help: "inference precision hint"),
+            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("cache-dir", .string, default: .string(""),
+                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+            PropertySpec("threshold", .double(0...1), default: .double(0),
+                         help: "minimum face score (0: the manifest's min_score)"),
+            PropertySpec("crop", .choice(["manifest", "letterbox", "center-crop", "stretch"]), default: .string("manifest"),
+                         help: "how the frame becomes the model's square: letterbox sees the whole frame; center-crop loses faces outside the centre"),
+            PropertySpec("suppression", .choice(["manifest", "weighted", "nms", "none"]), default: .string("manifest"),
+                         help: "overlap suppression: weighted averages overlapping boxes by score (the iOS app's), nms keeps the best"),
+            PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
+                         help: "run the model every N-th frame; frames in between keep the last boxes"),
+            PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels"),
+            PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour, #rrggbb"),
+            PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
+            PropertySpec("metadata", .string, default: .string(""),
+                         help: "write detections as JSON Lines to this file (- for stdout)"),
+        ])
+
+    private let manifest: ModelManifest
+    private let manifestPath: String
+    private var decoder: BlazeFaceDecoder
+    private let engine: InferenceEngine
+    private var options: InferenceOptions
+    private var crop: CropMode
+    private var settings: StageSettings
+    private var model: ImageModel?
+    private var outputIndices = (boxes: 0, scores: 1)
+    private var geometry: FrameGeometry?
+    private var last: [Detection] = []
+    private var metadata: FileHandle?
+    private var inferenceTimes: [Double] = []
+    private var framesSeen = 0
+    private var facesFound = 0
+
+    public init(settings: StageSettings) throws {
+        self.settings = settings
+        manifestPath = settings.string("model")
+        manifest = try ModelManifest.load(path: manifestPath)
+        var decoderOptions = manifest.decoder.parameters
+        if settings.double("threshold") > 0 { decoderOptions.minScore = settings.double("threshold") }
+        switch settings.string("suppression") {
+        case "weighted": decoderOptions.suppression.method = .weighted
+        case "nms": decoderOptions.suppression.method = .nms
+        case "none": decoderOptions.suppression.method = .none
+        default: break
+        }
+        decoder = try BlazeFaceDecoder(options: decoderOptions)
+        crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
+        do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
+        options = InferenceOptions()
+        options.device = settings.string("device")
+        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
+        options.threads = settings.int("threads")
+        let cache = settings.string("cache-dir")
+        options.cacheDirectory = cache.isEmpty ? Self.defaultCacheDirectory : cache
+        do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+        guard Self.parseColor(settings.string("color")) != nil else {
+            throw StageError("property color=\(settings.string("color")) is not a #rrggbb colour")
+        }
+        let path = settings.string("metadata")
+        if path == "-" {
+            metadata = FileHandle.standardOutput
+        } else if !path.isEmpty {
+            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+                throw StageError("cannot write metadata file \(path)")
+            }
+            metadata = handle
+        }
+    }
+
+    static var defaultCacheDirectory: String {
+        let base = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (NSHomeDirectory() + "/.cache")
+        return base + "/streamlens/openvino"
+    }
+
+    public func formatChanged(_ format: VideoFormat) throws {
+        let geometry = FrameGeometry(frameWidth: format.width, frameHeight: format.height,
+                                     modelWidth: manifest.input.width, modelHeight: manifest.input.height, mode: crop)
+        let region: FrameRegion
+        switch crop {
+        case .letterbox:
+            let p = geometry.padding
+            region = .pad(top: p.top, left: p.left, bottom: p.bottom, right: p.right)
+        case .centerCrop:
+            let c = geometry.crop
+            region = .crop(x: c.x, y: c.y, width: c.width, height: c.height)
+        case .stretch:
+            region = .whole
+        }
+        let input = ImageInput(width: manifest.input.width, height: manifest.input.height, layout: manifest.input.layout.rawValue,
+                               colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
+        let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
+        let modelPath = manifest.modelURL(relativeTo: URL(fileURLWithPath: manifestPath)).path
+        do {
+            let model = try engine.loadImageModel(path: modelPath, input: input, frame: frame, region: region, options: options)
+            let (boxes, scores) = try decoder.resolveOutputs(names: model.outputs.map(\.name), shapes: model.outputs.map(\.shape))
+            try decoder.validate(boxesShape: model.outputs[boxes].shape, scoresShape: model.outputs[scores].shape)
+            outputIndices = (boxes, scores)
+            self.model = model
+        } catch let error as InferenceError {
+            throw StageError("\(manifestPath): \(error.message)")
+        } catch let error as StageError {
+            throw StageError("\(manifestPath): \(error.message)")
+        }
+        self.geometry = geometry
+        last = []
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        guard let model, let geometry else { return .forward }
+        framesSeen += 1
+        if frame.index % settings.int("interval") == 0 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            do {
+                let outputs = try frame.pixels.withBytes { try model.infer($0) }
+                last = decoder.decode(boxes: outputs[outputIndices.boxes].values, scores: outputs[outputIndices.scores].values).map(geometry.toFrame)
+            } catch {
+                return .drop(reason: "\(error)")
+            }
+            inferenceTimes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
+        }
+        facesFound += last.count
+        for d in last {
+            frame.pixels.addRegionOfInterest(label: d.label ?? "face", x: Int(d.box.xMin.rounded()), y: Int(d.box.yMin.rounded()),
+                                             width: Int(d.box.width.rounded()), height: Int(d.box.height.rounded()))
+        }
+        if settings.bool("draw") && !last.isEmpty { draw(last, on: frame) }
+        if let metadata { write(last, frame: frame, to: metadata) }
+        return .forward
+    }
+
+    public func settingsChanged(_ settings: StageSettings) {
+        self.settings = settings
+    }
+
+    private func draw(_ detections: [Detection], on frame: Frame) {
+        let color = Self.parseColor(settings.string("color")) ?? (0, 1, 0)
+        let thickness = Double(settings.int("thickness"))
+        frame.pixels.withMutableBytes { bytes in
+            guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
+                                           stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }
+            let size = max(12, Double(frame.format.height) / 40)
+            for d in detections {
+                canvas.rectangle(x: d.box.xMin, y: d.box.yMin, width: d.box.width, height: d.box.height, color: color, thickness: thickness)
+                canvas.label(String(format: "%@ %.2f", d.label ?? "face", d.score), x: d.box.xMin, y: d.box.yMin - size * 1.3,
+                             size: size, color: (0, 0, 0), background: color)
+            }
+        }
+    }
+
+    private func write(_ detections: [Detection], frame: Frame, to handle: FileHandle) {
+        struct Line: Encodable {
+            var time: Double?
+            var frame: Int
+            var detections: [Face]
+        }
+        struct Face: Encodable {
+            var label: String
+            var score: Double
+            var box: [Double]          // x, y, width, height in frame pixels
+            var keypoints: [[Double]]
+        }
+        let line = Line(time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index, detections: detections.map { d in
+            Face(label: d.label ?? "face", score: (d.score * 1e4).rounded() / 1e4,
+                 box: [d.box.xMin, d.box.yMin, d.box.width, d.box.height].map { ($0 * 10).rounded() / 10 },
+                 keypoints: d.keypoints.map { [($0.x * 10).rounded() / 10, ($0.y * 10).rounded() / 10] })
+        })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(line) else { return }
+        data.append(0x0A)
+        handle.write(data)
+    }
+
+    public var summary: String? {
+        guard !inferenceTimes.isEmpty else { return nil }
+        let sorted = inferenceTimes.sorted()
+        return String(format: "inference %.1f ms median (%d runs), %d face boxes", sorted[sorted.count / 2], inferenceTimes.count, facesFound)
+    }
+
+    static func parseColor(_ text: String) -> (Double, Double, Double)? {
+        let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
+        guard hex.count == 6, let v = Int(hex, radix: 16) else { return nil }
+        return (Double((v >> 16) & 0xFF) / 255, Double((v >> 8) & 0xFF) / 255, Double(v & 0xFF) / 255)
+    }
+}
