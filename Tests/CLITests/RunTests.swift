@@ -97,9 +97,16 @@ import Testing
         try make.run()
         make.waitUntilExit()
         try #require(make.terminationStatus == 0, "make-demo-clip.sh failed (run make setup)")
-        let r = try CLI.run(["run", "demo", "INPUT=\(input)", "OUTPUT=\(output)"])
+        let faces = dir.appendingPathComponent("faces.jsonl").path
+        let r = try CLI.run(["run", "demo", "INPUT=\(input)", "OUTPUT=\(output)", "METADATA=\(faces)"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(countFrames(output) == 180)
+        // The clip holds the astronaut for its first 45 frames, then a coffee cup, a cat and a
+        // rocket: one face boxed on each of the first 45 frames, none after.
+        let lines = try String(contentsOfFile: faces, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 180)
+        let withFace = lines.enumerated().filter { $0.element.contains("\"score\"") }.map(\.offset)
+        #expect(withFace == Array(0..<45), "frames with a face: \(withFace)")
         let streams = probeStreams(output)
         #expect(streams.map(\.codec) == ["h264", "aac"])
         #expect(streams.first?.rate == "30/1")
