@@ -45,6 +45,10 @@ let package = Package(
             name: "brightness-meter",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"],
             path: "examples/BrightnessMeter"),
+        .executableTarget(
+            name: "face-blur",
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"],
+            path: "examples/FaceBlur"),
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
@@ -52,6 +56,6 @@ let package = Package(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
-        .testTarget(name: "CLITests", dependencies: ["streamlens"]),
+        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur"]),
     ]
 )

@@ -47,7 +47,23 @@ public protocol FramePixels: AnyObject {
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
     /// Attaches a region of interest (frame pixels) to the outgoing buffer as a
     /// GstVideoRegionOfInterestMeta, so elements downstream see it.
-    func addRegionOfInterest(label: String, x: Int, y: Int, width: Int, height: Int)
+    func addRegionOfInterest(_ region: RegionOfInterest)
+    /// The regions of interest the frame already carries — a detector's results when this stage
+    /// follows one (lensdetect, or any GStreamer element that adds the meta).
+    func regionsOfInterest() -> [RegionOfInterest]
+}
+
+/// A rectangle of interest in frame pixels, with its label and score when known.
+public struct RegionOfInterest: Sendable, Equatable {
+    public var label: String
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+    public var score: Double?
+    public init(label: String, x: Int, y: Int, width: Int, height: Int, score: Double? = nil) {
+        self.label = label; self.x = x; self.y = y; self.width = width; self.height = height; self.score = score
+    }
 }
 
 /// One video frame as a stage sees it, valid only during `Stage.process`.

@@ -13,7 +13,23 @@ public struct FrameStatistics: Sendable {
 
     public init() {}
 
-    public mutating func received() { framesIn += 1 }
+    /// Monotonic nanoseconds of the first and the latest frame received.
+    private var firstTime: UInt64?
+    private var lastTime: UInt64 = 0
+
+    public mutating func received(at now: UInt64? = nil) {
+        framesIn += 1
+        if let now {
+            if firstTime == nil { firstTime = now }
+            lastTime = now
+        }
+    }
+
+    /// Frames per second between the first and the latest frame received.
+    public var framesPerSecond: Double? {
+        guard let firstTime, lastTime > firstTime, framesIn > 1 else { return nil }
+        return Double(framesIn - 1) / (Double(lastTime - firstTime) / 1e9)
+    }
     public mutating func forwarded(age: UInt64?) {
         framesOut += 1
         guard let age else { return }
@@ -34,6 +50,7 @@ public struct FrameStatistics: Sendable {
 
     public var summary: String {
         var s = "\(framesIn) frames in, \(framesOut) out, \(dropped) dropped"
+        if let fps = framesPerSecond { s += ", \(String(format1: fps)) fps" }
         if let p50 = ageQuantile(0.5), let p95 = ageQuantile(0.95) {
             s += ", frame age p50 \(Self.ms(p50)) p95 \(Self.ms(p95)) max \(Self.ms(maxAge))"
         }

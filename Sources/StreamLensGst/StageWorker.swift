@@ -116,7 +116,7 @@ final class StageWorker: @unchecked Sendable {
                 updateLatency(post: true)
             }
             guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
-            statistics.received()
+            statistics.received(at: DispatchTime.now().uptimeNanoseconds)
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
                               duration: duration == GstClockTime.max ? nil : UInt64(duration),
@@ -210,10 +210,22 @@ final class SamplePixels: FramePixels {
         return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
     }
 
-    func addRegionOfInterest(label: String, x: Int, y: Int, width: Int, height: Int) {
+    func addRegionOfInterest(_ r: RegionOfInterest) {
         makeBufferWritable()
-        _ = gst_buffer_add_video_region_of_interest_meta(gst_sample_get_buffer(sample), label,
-                                                         guint(max(0, x)), guint(max(0, y)), guint(max(0, width)), guint(max(0, height)))
+        sl_buffer_add_region(gst_sample_get_buffer(sample), r.label, guint(max(0, r.x)), guint(max(0, r.y)),
+                             guint(max(0, r.width)), guint(max(0, r.height)), r.score ?? -1)
+    }
+
+    func regionsOfInterest() -> [RegionOfInterest] {
+        let buffer = gst_sample_get_buffer(sample)
+        var regions = [SLRegion](repeating: SLRegion(), count: 64)
+        let n = Int(sl_buffer_get_regions(buffer, &regions, UInt32(regions.count)))
+        return regions.prefix(min(n, regions.count)).map { r in
+            var r = r
+            let label = withUnsafeBytes(of: &r.label) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            return RegionOfInterest(label: label, x: Int(r.x), y: Int(r.y), width: Int(r.width), height: Int(r.height),
+                                    score: r.score >= 0 ? r.score : nil)
+        }
     }
 
     private var writable = false

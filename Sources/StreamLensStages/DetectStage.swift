@@ -149,8 +149,9 @@ public final class DetectStage: Stage {
         }
         facesFound += last.count
         for d in last {
-            frame.pixels.addRegionOfInterest(label: d.label ?? "face", x: Int(d.box.xMin.rounded()), y: Int(d.box.yMin.rounded()),
-                                             width: Int(d.box.width.rounded()), height: Int(d.box.height.rounded()))
+            frame.pixels.addRegionOfInterest(RegionOfInterest(
+                label: d.label ?? "face", x: Int(d.box.xMin.rounded()), y: Int(d.box.yMin.rounded()),
+                width: Int(d.box.width.rounded()), height: Int(d.box.height.rounded()), score: d.score))
         }
         if settings.bool("draw") && !last.isEmpty { draw(last, on: frame) }
         if let metadata { write(last, frame: frame, to: metadata) }

@@ -22,7 +22,8 @@ struct CLI {
 
     /// Runs `streamlens args…` from the package root. `signals` are sent at the given seconds
     /// after start (SIGINT tests). The process is killed after `timeout` seconds.
-    static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = []) throws -> Result {
+    static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
+                    executable: String = "streamlens") throws -> Result {
         // Output goes to files, not pipes: a pipe's reader waits for every process that inherited
         // its write end (other tests' children too), a file does not.
         let dir = try scratchDirectory()
@@ -33,7 +34,7 @@ struct CLI {
         let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         defer { try? out.close(); try? err.close() }
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = binary.deletingLastPathComponent().appendingPathComponent(executable)
         process.arguments = args
         process.currentDirectoryURL = packageRoot
         process.standardOutput = out

@@ -100,7 +100,8 @@ import Testing
         let r = try CLI.run(["run", "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect name=d model=Models/face-full-range.json metadata=\(jsonl) ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(countFrames(out) == 60)
-        #expect(r.stderr.contains("d: 60 frames in, 60 out, 0 dropped, inference"), "\(r.stderr)")
+        #expect(r.stderr.contains("d: 60 frames in, 60 out, 0 dropped, "), "\(r.stderr)")
+        #expect(r.stderr.contains("inference") && r.stderr.contains("(60 runs)"), "\(r.stderr)")
         let lines = try Self.readMetadata(String(contentsOfFile: jsonl, encoding: .utf8))
         #expect(lines.count == 60)
         #expect(lines.map(\.frame) == Array(0..<60))
@@ -112,6 +113,53 @@ import Testing
                                 w: Self.faceInPhoto.size * scale, h: Self.faceInPhoto.size * scale, score: 1)
             expectNear(line.faces[0], expected, "frame \(i)")
         }
+    }
+
+    @Test func intervalRunsTheModelEveryNthFrameAndKeepsTheBoxes() throws {
+        let r = try CLI.run(["run", "videotestsrc num-buffers=1 ! fakesink"]) // warm
+        #expect(r.status == 0)
+        let spec = "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=20 ! videoconvert ! video/x-raw,format=BGRx " +
+            "! lensdetect name=d interval=5 metadata=- ! fakesink"
+        let run = try CLI.run(["run", spec])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("(4 runs), 20 face boxes"), "\(run.stderr)")
+        let lines = try Self.readMetadata(run.stdout)
+        #expect(lines.count == 20)
+        #expect(lines.allSatisfy { $0.faces.count == 1 })
+    }
+
+    @Test func faceBlurExamplePixelatesOnlyTheFace() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let original = dir.appendingPathComponent("original.raw").path, blurred = dir.appendingPathComponent("blurred.raw").path
+        let source = "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=BGRx"
+        let a = try CLI.run(["\(source) ! filesink location=\(original)"], executable: "face-blur")
+        let b = try CLI.run(["\(source) ! lensdetect draw=false ! lensblur block=16 margin=0 ! filesink location=\(blurred)"], executable: "face-blur")
+        #expect(a.status == 0 && b.status == 0, "\(a.stderr) \(b.stderr)")
+        let before = [UInt8](try Data(contentsOf: URL(fileURLWithPath: original)))
+        let after = [UInt8](try Data(contentsOf: URL(fileURLWithPath: blurred)))
+        try #require(before.count == 512 * 512 * 4 && after.count == before.count)
+        let f = Self.faceInPhoto
+        func inFace(_ x: Int, _ y: Int) -> Bool {
+            Double(x) >= f.x - 8 && Double(x) <= f.x + f.size + 8 && Double(y) >= f.y - 8 && Double(y) <= f.y + f.size + 8
+        }
+        var changedOutside = 0, changedInside = 0, insidePixels = 0
+        for y in 0..<512 {
+            for x in 0..<512 {
+                let i = (y * 512 + x) * 4
+                let changed = before[i] != after[i] || before[i + 1] != after[i + 1] || before[i + 2] != after[i + 2]
+                if inFace(x, y) { insidePixels += 1; if changed { changedInside += 1 } } else if changed { changedOutside += 1 }
+            }
+        }
+        #expect(changedOutside == 0, "\(changedOutside) pixels changed outside the face")
+        #expect(Double(changedInside) > 0.6 * Double(insidePixels), "only \(changedInside) of \(insidePixels) face pixels changed")
+        // Pixelated: inside a 16-pixel block at the face's centre, every pixel is the same.
+        let cx = Int(f.x + f.size / 2), cy = Int(f.y + f.size / 2)
+        let bx = Int(f.x) + ((cx - Int(f.x)) / 16) * 16 + 1, by = Int(f.y) + ((cy - Int(f.y)) / 16) * 16 + 1
+        let first = Array(after[((by * 512 + bx) * 4)..<((by * 512 + bx) * 4 + 3)])
+        for y in by..<(by + 8) { for x in bx..<(bx + 8) {
+            #expect(Array(after[((y * 512 + x) * 4)..<((y * 512 + x) * 4 + 3)]) == first, "pixel \(x),\(y) differs within a block")
+        } }
     }
 
     @Test func badModelsAndDevices() throws {

@@ -79,6 +79,17 @@ void sl_stage_configure_queue(GstElement *stage, gboolean live);
 void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 // Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
 gboolean sl_stage_upstream_is_live(GstElement *stage);
+// Regions of interest (GstVideoRegionOfInterestMeta) on a buffer. A score, when known, travels
+// as a "detection" parameter structure with a "confidence" double (as DL Streamer does).
+typedef struct {
+    char label[64];
+    guint x, y, width, height;
+    double score; // -1 when the meta has none
+} SLRegion;
+void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score);
+// Fills up to `max` regions; returns how many the buffer has.
+guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
+
 // Sends tags that arrived before the appsrc had caps (call after pushing a sample).
 void sl_stage_flush_tags(GstElement *stage);
 // Buffers that reached the stage's appsink (pulled + dropped).

@@ -1,0 +1,70 @@
+// Privacy: pixelate every face. A custom stage, `lensblur`, that follows `lensdetect` and
+// reads its results from the regions of interest the detector attached to each frame.
+//
+//     swift run face-blur 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! video/x-raw,format=BGRx
+//         ! lensdetect draw=false ! lensblur block=16 ! videoconvert ! autovideosink'
+//
+// With no argument it pixelates the astronaut photo that set-up puts in .deps/media and writes
+// out/face-blur.png.
+import Foundation
+import StreamLensCore
+import StreamLensGst
+import StreamLensStages
+
+final class BlurStage: Stage {
+    static let descriptor = StageDescriptor(
+        name: "lensblur",
+        summary: "Pixelate the regions of interest (faces found by lensdetect upstream)",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensblur ! fakesink",
+        sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
+        properties: [
+            PropertySpec("block", .int(2...256), default: .int(16), live: true, help: "pixel block size"),
+            PropertySpec("margin", .double(0...1), default: .double(0.1), help: "grow each region by this fraction on every side"),
+        ])
+
+    private var block: Int
+    private let margin: Double
+
+    init(settings: StageSettings) throws {
+        block = settings.int("block")
+        margin = settings.double("margin")
+    }
+
+    func settingsChanged(_ settings: StageSettings) { block = settings.int("block") }
+
+    func process(_ frame: Frame) -> FrameOutcome {
+        let regions = frame.pixels.regionsOfInterest()
+        guard !regions.isEmpty else { return .forward }
+        let f = frame.format
+        let bpp = f.pixelFormat.count == 3 ? 3 : 4
+        frame.pixels.withMutableBytes { bytes in
+            for r in regions {
+                let grow = Int(Double(max(r.width, r.height)) * margin)
+                let x0 = max(0, r.x - grow), y0 = max(0, r.y - grow)
+                let x1 = min(f.width, r.x + r.width + grow), y1 = min(f.height, r.y + r.height + grow)
+                for by in stride(from: y0, to: y1, by: block) {
+                    for bx in stride(from: x0, to: x1, by: block) {
+                        let ex = min(bx + block, x1), ey = min(by + block, y1)
+                        var sum = [Int](repeating: 0, count: bpp)
+                        for y in by..<ey { for x in bx..<ex { for c in 0..<bpp { sum[c] += Int(bytes[y * f.strides[0] + x * bpp + c]) } } }
+                        let n = (ex - bx) * (ey - by)
+                        for y in by..<ey { for x in bx..<ex { for c in 0..<bpp { bytes[y * f.strides[0] + x * bpp + c] = UInt8(sum[c] / n) } } }
+                    }
+                }
+            }
+        }
+        return .forward
+    }
+}
+
+let spec = CommandLine.arguments.dropFirst().first
+    ?? "filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=BGRx " +
+       "! lensdetect draw=false ! lensblur ! videoconvert ! pngenc ! filesink location=out/face-blur.png"
+do {
+    try GStreamer.initialize(stages: builtinStages + [BlurStage.self])
+    let pipeline = try Pipeline(description: spec)
+    exit(pipeline.run().exitCode)
+} catch let error as HostError {
+    FileHandle.standardError.write("face-blur: \(error.message)\n".data(using: .utf8)!)
+    exit(error.exitCode)
+}
