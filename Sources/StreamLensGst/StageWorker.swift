@@ -139,20 +139,20 @@ final class StageWorker: @unchecked Sendable {
     /// First sample and caps changes: tell the stage, and report the caps on the bus.
     private func handleCaps(of sample: OpaquePointer) -> Bool {
         guard let caps = gst_sample_get_caps(sample) else {
-            sl_stage_post_error(element, "\(name): frame without caps", nil)
+            sl_stage_post_error(element, "frame without caps", nil)
             return false
         }
         if let lastCaps, lastCaps == caps || gst_caps_is_equal(lastCaps, caps) != 0 { return true }
         if let lastCaps { gst_caps_unref(lastCaps) }
         lastCaps = gst_caps_ref(caps)
         guard let newFormat = VideoFormat(caps: caps) else {
-            sl_stage_post_error(element, "\(name): not raw video: \(capsString(caps))", nil)
+            sl_stage_post_error(element, "not raw video: \(capsString(caps))", nil)
             return false
         }
         do {
             try stage.formatChanged(newFormat)
         } catch {
-            sl_stage_post_error(element, "\(name): \(error)", "caps: \(capsString(caps))")
+            sl_stage_post_error(element, "\(error)", "caps: \(capsString(caps))")
             return false
         }
         format = newFormat

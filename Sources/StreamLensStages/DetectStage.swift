@@ -39,6 +39,8 @@ public final class DetectStage: Stage {
             PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels"),
             PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour, #rrggbb"),
             PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
+            PropertySpec("overlay", .bool, default: .bool(false), live: true,
+                         help: "draw the stage's frame rate and inference time in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout)"),
         ])
@@ -57,6 +59,8 @@ public final class DetectStage: Stage {
     private var metadata: FileHandle?
     private var inferenceTimes: [Double] = []
     private var framesSeen = 0
+    /// Arrival times of the last 30 frames, for the overlay's frame rate.
+    private var frameTimes: [UInt64] = []
     private var facesFound = 0
 
     public init(settings: StageSettings) throws {
@@ -153,7 +157,10 @@ public final class DetectStage: Stage {
                 label: d.label ?? "face", x: Int(d.box.xMin.rounded()), y: Int(d.box.yMin.rounded()),
                 width: Int(d.box.width.rounded()), height: Int(d.box.height.rounded()), score: d.score))
         }
-        if settings.bool("draw") && !last.isEmpty { draw(last, on: frame) }
+        let now = DispatchTime.now().uptimeNanoseconds
+        frameTimes.append(now)
+        if frameTimes.count > 30 { frameTimes.removeFirst(frameTimes.count - 30) }
+        if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
         if let metadata { write(last, frame: frame, to: metadata) }
         return .forward
     }
@@ -169,6 +176,15 @@ public final class DetectStage: Stage {
             guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
                                            stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }
             let size = max(12, Double(frame.format.height) / 40)
+            if settings.bool("overlay") {
+                var text = "inference \(String(format: "%.1f", inferenceTimes.last ?? 0)) ms"
+                if frameTimes.count > 1 {
+                    let fps = Double(frameTimes.count - 1) / (Double(frameTimes.last! - frameTimes.first!) / 1e9)
+                    text = String(format: "%.1f fps  ", fps) + text
+                }
+                canvas.label(text, x: 4, y: 4, size: size, color: (1, 1, 1), background: (0, 0, 0))
+            }
+            guard settings.bool("draw") else { return }
             for d in detections {
                 canvas.rectangle(x: d.box.xMin, y: d.box.yMin, width: d.box.width, height: d.box.height, color: color, thickness: thickness)
                 canvas.label(String(format: "%@ %.2f", d.label ?? "face", d.score), x: d.box.xMin, y: d.box.yMin - size * 1.3,

@@ -181,7 +181,15 @@ import Testing
             ("device=NPU", "device NPU is not available here (available: CPU"),
             ("color=green", "property color=green is not a #rrggbb colour"),
         ]
-        for (props, message) in cases {
+        var all = cases
+        // A model that is not a detector (../shared's Magenta style predictor, when present).
+        let style = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/magenta/style_predict_quantized_256.tflite").path
+        if FileManager.default.fileExists(atPath: style) {
+            let notDetector = dir.appendingPathComponent("not-a-detector.json").path
+            try manifest.replacingOccurrences(of: "face_detection_short_range.tflite", with: style).write(toFile: notDetector, atomically: true, encoding: .utf8)
+            all.append(("model=\(notDetector)", "error: d: \(notDetector): the model's outputs (mobilenet_conv/Conv/BiasAdd [1, 1, 1, 100]) include neither"))
+        }
+        for (props, message) in all {
             let r = try CLI.run(["run", "-q", base + props + " ! fakesink"], timeout: 30)
             #expect(r.status == 1, "\(props): \(r.stderr)")
             #expect(r.stderr.contains(message), "\(props): \(r.stderr)")
