@@ -17,7 +17,7 @@ public final class DetectStage: Stage {
         name: "lensdetect",
         summary: "Detect faces with a BlazeFace-family model (OpenVINO), draw boxes, attach regions of interest",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect ! fakesink",
-        sinkCaps: "video/x-raw,format={BGRx,BGRA}",
+        sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
@@ -202,13 +202,14 @@ public final class DetectStage: Stage {
         struct Face: Encodable {
             var label: String
             var score: Double
-            var box: [Double]          // x, y, width, height in frame pixels
-            var keypoints: [[Double]]
+            var x, y, width, height: Double   // frame pixels
+            var keypoints: [[Double]]         // [x, y] in frame pixels
         }
+        func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
         let line = Line(time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index, detections: detections.map { d in
             Face(label: d.label ?? "face", score: (d.score * 1e4).rounded() / 1e4,
-                 box: [d.box.xMin, d.box.yMin, d.box.width, d.box.height].map { ($0 * 10).rounded() / 10 },
-                 keypoints: d.keypoints.map { [($0.x * 10).rounded() / 10, ($0.y * 10).rounded() / 10] })
+                 x: r1(d.box.xMin), y: r1(d.box.yMin), width: r1(d.box.width), height: r1(d.box.height),
+                 keypoints: d.keypoints.map { [r1($0.x), r1($0.y)] })
         })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

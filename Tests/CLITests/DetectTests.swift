@@ -16,8 +16,9 @@ import Testing
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             let detections = try #require(object["detections"] as? [[String: Any]])
             let faces = try detections.map { d -> Face in
-                let box = try #require(d["box"] as? [Double])
-                return Face(x: box[0], y: box[1], w: box[2], h: box[3], score: try #require(d["score"] as? Double))
+                return Face(x: try #require(d["x"] as? Double), y: try #require(d["y"] as? Double),
+                            w: try #require(d["width"] as? Double), h: try #require(d["height"] as? Double),
+                            score: try #require(d["score"] as? Double))
             }
             return (try #require(object["frame"] as? Int), faces)
         }
@@ -112,6 +113,29 @@ import Testing
             let expected = Face(x: 20 + t * 150 + (Self.faceInPhoto.x - 140) * scale, y: 30 + Self.faceInPhoto.y * scale,
                                 w: Self.faceInPhoto.size * scale, h: Self.faceInPhoto.size * scale, score: 1)
             expectNear(line.faces[0], expected, "frame \(i)")
+        }
+    }
+
+    @Test func drawsTheSameBoxesOnEveryPixelFormat() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Each output is converted to RGB before it is written, so they compare byte for byte.
+        func render(_ format: String, detect: Bool = true) throws -> [UInt8] {
+            let out = dir.appendingPathComponent("\(format)-\(detect).raw").path
+            let r = try CLI.run(["run", "-q", "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=\(format) " +
+                                 (detect ? "! lensdetect precision=f32 " : "") + "! videoconvert ! video/x-raw,format=RGB ! filesink location=\(out)"])
+            #expect(r.status == 0, "\(r.stderr)")
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+        }
+        let plain = try render("RGB", detect: false), bgrx = try render("BGRx")
+        #expect(plain.count == 512 * 512 * 3)
+        // The box's left edge, 3 px wide, is green where the photo was not.
+        let f = Self.faceInPhoto
+        let edge = ((Int(f.y + f.size / 2)) * 512 + Int(f.x) + 1) * 3
+        #expect(Array(bgrx[edge..<(edge + 3)]) == [0, 255, 0], "\(Array(bgrx[edge..<(edge + 3)]))")
+        #expect(Array(plain[edge..<(edge + 3)]) != [0, 255, 0])
+        for format in ["RGB", "BGR", "RGBx", "RGBA", "BGRA"] {
+            #expect(try render(format) == bgrx, "\(format) differs from BGRx")
         }
     }
 
