@@ -108,6 +108,7 @@ public final class Pipeline {
         let bus = gst_element_get_bus(pipeline)!
         defer { gst_object_unref(bus) }
         let firstStage = stages.first
+        let stageCount = stages.count
         let progress = Progress(interval: options.progressInterval)
 
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
@@ -151,6 +152,7 @@ public final class Pipeline {
             switch sl_message_type(message) {
             case GST_MESSAGE_EOS:
                 outcome = .finished(interrupted: interruptsHandled > 0)
+                drainStageReports(bus, expected: stageCount, options: options)
             case GST_MESSAGE_ERROR:
                 let text = errorText(message)
                 if firstError == nil {
@@ -181,12 +183,8 @@ public final class Pipeline {
             case GST_MESSAGE_ELEMENT:
                 var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
                 if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
-                    let k = String(cString: kind)
-                    stageReports.append((k, String(cString: text)))
-                    if (k == "caps" && options.verbose) || (k == "stats" && !options.quiet) {
-                        progress.clear()
-                        log(String(cString: text))
-                    }
+                    progress.clear()
+                    record(kind: String(cString: kind), text: String(cString: text), options: options)
                 }
             default:
                 break
@@ -195,6 +193,26 @@ public final class Pipeline {
         progress.clear()
         stop()
         return outcome!
+    }
+
+    /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
+    /// end, so the pipeline's EOS can overtake the stages' own reports by a moment: wait for
+    /// them (each worker posts its report as soon as it sees EOS), at most two seconds.
+    private func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
+        let deadline = Date().addingTimeInterval(2)
+        while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {
+            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000), GST_MESSAGE_ELEMENT) else { continue }
+            defer { gst_message_unref(message) }
+            var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
+            if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
+                record(kind: String(cString: kind), text: String(cString: text), options: options)
+            }
+        }
+    }
+
+    private func record(kind: String, text: String, options: Options) {
+        stageReports.append((kind, text))
+        if (kind == "caps" && options.verbose) || (kind == "stats" && !options.quiet) { log(text) }
     }
 
     /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).
