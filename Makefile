@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test bench-bridge clean
+.PHONY: setup build demo test bench-bridge bench-detect clean
 
 setup:
 	@tools/setup.sh
@@ -29,6 +29,11 @@ test: setup
 # Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
 bench-bridge: build
 	bench/bridge.sh $(BIN_RELEASE)
+
+# lensdetect (face boxes) versus the bare bridge, a Python peer and OpenCV's Haar facedetect, on a
+# 720p face clip, ending in x264enc and in fakesink (bench/detect.sh; RUNS=3 by default).
+bench-detect: build
+	bench/detect.sh $(BIN_RELEASE)
 
 clean:
 	rm -rf .build out

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# make bench-detect: what the `lensdetect` face-detection stage costs and how it compares.
+# A 1280x720 30 fps H.264 clip of a face (bench/make-face-clip.sh, 300 frames, cached in
+# out/bench/) is decoded to BGRx, goes through X, and ends either in x264enc ! mp4mux !
+# filesink ("encode") or in fakesink ("fakesink": x264enc bounds the first, ~77 fps here).
+# X is:
+#   floor       lenspass (the bridge alone), in streamlens
+#   streamlens  lensdetect with the full-range BlazeFace model, boxes drawn, JSON Lines written
+#   python      bench/python_peer.py: the same job in Python (PyGObject appsink/appsrc,
+#               OpenVINO's Python API, numpy), as a user would write it
+#   haar        GStreamer's OpenCV Haar-cascade `facedetect` (gstreamer1.0-opencv), display=true
+# Runs are interleaved (each round runs every variant once per ending), RUNS rounds, medians.
+# Every run is a whole process: start-up and model loading are included for all of them.
+# Goals: streamlens/floor >= 0.85, streamlens/python >= 2, streamlens/haar >= 20.
+# Usage: bench/detect.sh path/to/streamlens   (RUNS=3 HAAR_FRAMES=300 RUN_TIMEOUT=300)
+set -euo pipefail
+BIN=${1:?usage: bench/detect.sh path/to/streamlens}
+RUNS=${RUNS:-3}
+FRAMES=300
+HAAR_FRAMES=${HAAR_FRAMES:-300}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+[ -x "$BIN" ] || { echo "bench-detect: $BIN is not an executable (swift build -c release)" >&2; exit 1; }
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "bench-detect: RUNS must be a positive integer" >&2; exit 1; }
+[[ $HAAR_FRAMES =~ ^[1-9][0-9]*$ ]] && [ "$HAAR_FRAMES" -le "$FRAMES" ] \
+  || { echo "bench-detect: HAAR_FRAMES must be 1..$FRAMES" >&2; exit 1; }
+for f in Models/face-full-range.json Models/face_detection_full_range_sparse.tflite .deps/media/astronaut.png; do
+  [ -f "$f" ] || { echo "bench-detect: $f missing (run make setup)" >&2; exit 1; }
+done
+
+# --- Debian packages: the Haar element and its cascades, GNU time, PyGObject (idempotent) ---
+APT_PACKAGES=(gstreamer1.0-opencv opencv-data time python3-gi python3-venv gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench-detect: apt-get install ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt_log=$(mktemp /tmp/bench-detect-apt.XXXXXX)
+  if ! { apt-get install -y -q --no-install-recommends "${missing[@]}" >"$apt_log" 2>&1 \
+         || { apt-get update -q >>"$apt_log" 2>&1 && apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$apt_log" 2>&1; }; }; then
+    echo "bench-detect: apt-get install ${missing[*]} failed:" >&2
+    tail -n 15 "$apt_log" | sed 's/^/    /' >&2
+    rm -f "$apt_log"
+    exit 1
+  fi
+  rm -f "$apt_log"
+fi
+CASCADE=$(dpkg -L opencv-data | grep '/haarcascade_frontalface_default\.xml$' | head -n1)
+[ -f "$CASCADE" ] || { echo "bench-detect: haarcascade_frontalface_default.xml not found in opencv-data" >&2; exit 1; }
+gst-inspect-1.0 facedetect >/dev/null 2>&1 || { echo "bench-detect: GStreamer has no facedetect element (gstreamer1.0-opencv)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "bench-detect: /usr/bin/time missing (apt package time)" >&2; exit 1; }
+
+# --- The Python peer's venv: Debian's python3 (for its python3-gi), numpy and the pinned
+# openvino wheel from pip. The PATH's python3 may be another interpreter without gi. ---
+VENV=.deps/bench-venv
+SYS_PY=/usr/bin/python3
+WHEEL=$(ls .deps/wheels/openvino-2026.4.1-*.whl 2>/dev/null | head -n1 || true)
+[ -n "$WHEEL" ] || { echo "bench-detect: .deps/wheels/openvino-2026.4.1-*.whl missing (run make setup)" >&2; exit 1; }
+PY_CHECK='import gi; gi.require_version("Gst", "1.0"); gi.require_version("GstApp", "1.0"); gi.require_version("GstVideo", "1.0"); from gi.repository import Gst, GstApp, GstVideo; import numpy, openvino'
+STAMP="$VENV/.bench-ready-$(basename "$WHEEL")"
+if [ ! -f "$STAMP" ] || ! "$VENV/bin/python" -c "$PY_CHECK" >/dev/null 2>&1; then
+  [ -x "$SYS_PY" ] || { echo "bench-detect: $SYS_PY (Debian's python3) missing" >&2; exit 1; }
+  "$SYS_PY" -c 'import gi' 2>/dev/null || { echo "bench-detect: $SYS_PY cannot import gi (apt python3-gi)" >&2; exit 1; }
+  echo "bench-detect: making $VENV (numpy, $(basename "$WHEEL"))" >&2
+  rm -rf "$VENV"
+  "$SYS_PY" -m venv --system-site-packages "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check 'numpy<2.6' "$WHEEL" >&2
+  "$VENV/bin/python" -c "$PY_CHECK" || { echo "bench-detect: $VENV cannot import gi, numpy and openvino" >&2; exit 1; }
+  touch "$STAMP"
+fi
+PY="$ROOT/$VENV/bin/python"
+
+# --- The clip (made once) ---
+CLIP=out/bench/face-clip.mp4
+if [ ! -f "$CLIP" ]; then
+  echo "bench-detect: making $CLIP" >&2
+  bench/make-face-clip.sh "$CLIP"
+fi
+n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$CLIP")
+[ "$n" = "$FRAMES" ] || { echo "bench-detect: $CLIP has $n frames, expected $FRAMES (delete it to remake it)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/bench-detect.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+decode_of() { echo "filesrc location=$ROOT/$1 ! qtdemux ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx"; }
+DECODE=$(decode_of "$CLIP")
+# Threshold 0.5 like the Python peer and the demo pipeline (the manifest's min_score is 0.6).
+DETECT="lensdetect model=Models/face-full-range.json threshold=0.5 metadata=$TMP/faces.jsonl"
+HAAR="videoconvert ! video/x-raw,format=RGB ! facedetect profile=$CASCADE display=true"
+# Haar on fewer frames: the clip's first HAAR_FRAMES frames, re-encoded once into their own clip
+# (identity eos-after lets a couple of frames more through, so it cannot count them exactly).
+HAAR_CLIP=$CLIP
+if [ "$HAAR_FRAMES" -lt "$FRAMES" ]; then
+  HAAR_CLIP=out/bench/face-clip-$HAAR_FRAMES.mp4
+  if [ ! -f "$HAAR_CLIP" ]; then
+    ffmpeg -v error -y -i "$CLIP" -frames:v "$HAAR_FRAMES" -c:v libx264 -preset veryfast -pix_fmt yuv420p -an \
+      -movflags +faststart "$HAAR_CLIP.tmp.mp4"
+    mv "$HAAR_CLIP.tmp.mp4" "$HAAR_CLIP"
+  fi
+  n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$HAAR_CLIP")
+  [ "$n" = "$HAAR_FRAMES" ] || { echo "bench-detect: $HAAR_CLIP has $n frames, expected $HAAR_FRAMES" >&2; exit 1; }
+fi
+VARIANTS=(floor streamlens python haar)
+ENDINGS=(encode fakesink)
+
+ending_spec() {  # ending -> the pipeline's tail
+  case $1 in
+    encode) echo "videoconvert ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=$TMP/out.mp4" ;;
+    fakesink) echo "fakesink" ;;
+  esac
+}
+frames_of() { [ "$1" = haar ] && echo "$HAAR_FRAMES" || echo "$FRAMES"; }
+
+# The command of one variant and ending, as an array in CMD.
+command_for() {
+  local variant=$1 ending=$2 tail
+  tail=$(ending_spec "$ending")
+  case $variant in
+    floor) CMD=("$BIN" run -q "$DECODE ! lenspass ! $tail") ;;
+    streamlens) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $tail") ;;
+    python) CMD=("$PY" bench/python_peer.py "$ROOT/$CLIP" "$([ "$ending" = encode ] && echo "$TMP/out.mp4" || echo fakesink)") ;;
+    haar) CMD=(gst-launch-1.0 -q $(decode_of "$HAAR_CLIP") ! $HAAR ! $tail) ;;
+  esac
+}
+
+FAILED=0
+# run VARIANT ENDING ROUND: one timed run; records seconds, peak RSS and stderr.
+run() {
+  local variant=$1 ending=$2 round=$3 key="$1.$2.$3" s e rc=0
+  command_for "$variant" "$ending"
+  rm -f "$TMP/out.mp4"
+  s=$(date +%s.%N)
+  timeout -k 10 "$RUN_TIMEOUT" /usr/bin/time -f %M -o "$TMP/$key.rss" "${CMD[@]}" >"$TMP/$key.out" 2>"$TMP/$key.err" || rc=$?
+  e=$(date +%s.%N)
+  if [ $rc -ne 0 ]; then
+    FAILED=1
+    [ $rc -eq 124 ] && echo "bench-detect: $variant/$ending run $round timed out after ${RUN_TIMEOUT}s" >&2 \
+                    || echo "bench-detect: $variant/$ending run $round failed (exit $rc): ${CMD[*]}" >&2
+    tail -n 15 "$TMP/$key.err" | sed 's/^/    /' >&2
+    return 0
+  fi
+  if [ "$ending" = encode ]; then
+    local got
+    got=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$TMP/out.mp4" 2>/dev/null || echo 0)
+    if [ "$got" != "$(frames_of "$variant")" ]; then
+      FAILED=1
+      echo "bench-detect: $variant/$ending run $round wrote $got frames, expected $(frames_of "$variant")" >&2
+      tail -n 15 "$TMP/$key.err" | sed 's/^/    /' >&2
+      return 0
+    fi
+  fi
+  awk -v a="$s" -v b="$e" 'BEGIN{printf "%.4f\n", b-a}' >>"$TMP/$variant.$ending.secs"
+  tail -n 1 "$TMP/$key.rss" >>"$TMP/$variant.$ending.rss"
+  if [ "$variant" = python ]; then  # "python_peer: 300 frames, inference 9.9 ms median (300 runs), ..."
+    sed -n 's/^python_peer: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/$key.err" >>"$TMP/$variant.$ending.ms"
+  fi
+}
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print ""; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+med() { [ -f "$TMP/$1" ] && median <"$TMP/$1" || true; }
+
+echo "bench-detect: $FRAMES frames of 1280x720 ($CLIP), $RUNS interleaved rounds; haar on $HAAR_FRAMES frames" >&2
+for round in $(seq "$RUNS"); do
+  for ending in "${ENDINGS[@]}"; do
+    for variant in "${VARIANTS[@]}"; do
+      run "$variant" "$ending" "$round"
+    done
+  done
+  echo "bench-detect: round $round of $RUNS done" >&2
+done
+
+# StreamLens's inference time: its end-of-stream summary, printed without -q, one more run per ending:
+# "lensdetect0: 300 frames in, 300 out, 0 dropped, inference 15.4 ms median (300 runs), ..."
+for ending in "${ENDINGS[@]}"; do
+  if "$BIN" run "$DECODE ! $DETECT ! $(ending_spec "$ending")" >/dev/null 2>"$TMP/summary.$ending.err"; then
+    grep '^lensdetect0:' "$TMP/summary.$ending.err" >"$TMP/summary.$ending.line" || true
+    sed -n 's/^lensdetect0: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/summary.$ending.err" >"$TMP/streamlens.$ending.ms"
+  else
+    FAILED=1
+    echo "bench-detect: streamlens/$ending summary run failed:" >&2
+    tail -n 15 "$TMP/summary.$ending.err" | sed 's/^/    /' >&2
+  fi
+done
+
+HEADLINES=()
+for ending in "${ENDINGS[@]}"; do
+  echo
+  echo "== $ending: decode -> X -> $(ending_spec "$ending" | sed "s|$TMP/|/tmp/…/|")"
+  printf '%-11s %6s %10s %8s %12s %16s  %s\n' variant frames "median s" fps "peak RSS MB" "detect ms/frame" "each run (s)"
+  declare -A FPS=()
+  for variant in "${VARIANTS[@]}"; do
+    secs=$(med "$variant.$ending.secs"); rss=$(med "$variant.$ending.rss"); ms=$(med "$variant.$ending.ms")
+    frames=$(frames_of "$variant")
+    if [ -z "$secs" ]; then
+      printf '%-11s %6s %10s %8s %12s %16s  %s\n' "$variant" "$frames" failed - - - -
+      FPS[$variant]=""
+      continue
+    fi
+    FPS[$variant]=$(awk -v n="$frames" -v s="$secs" 'BEGIN{printf "%.1f", n/s}')
+    each=$(awk '{printf "%s%.2f", (NR > 1) ? " " : "", $1}' "$TMP/$variant.$ending.secs")
+    awk -v v="$variant" -v n="$frames" -v s="$secs" -v f="${FPS[$variant]}" -v r="$rss" -v m="${ms:--}" -v e="$each" \
+      'BEGIN{printf "%-11s %6d %9.3fs %8.1f %12.0f %16s  %s\n", v, n, s, f, r/1024, m, e}'
+  done
+  ratio() { [ -n "${FPS[streamlens]}" ] && [ -n "${FPS[$1]}" ] && awk -v a="${FPS[streamlens]}" -v b="${FPS[$1]}" 'BEGIN{printf "%.2f", a/b}' || echo "n/a"; }
+  verdict() { [ "$1" = n/a ] && echo "n/a" || awk -v r="$1" -v g="$2" 'BEGIN{print (r >= g) ? "met" : "NOT met"}'; }
+  rf=$(ratio floor); rp=$(ratio python); rh=$(ratio haar)
+  echo "ratios: streamlens/floor ${rf}x (goal >= 0.85: $(verdict "$rf" 0.85)), streamlens/python ${rp}x (goal >= 2: $(verdict "$rp" 2)), streamlens/haar ${rh}x (goal >= 20: $(verdict "$rh" 20))"
+  [ -f "$TMP/summary.$ending.line" ] && echo "summary (extra run without -q): $(cat "$TMP/summary.$ending.line")"
+  HEADLINES+=("$ending: streamlens ${FPS[streamlens]:-failed} fps, floor ${FPS[floor]:-failed} fps (${rf}x), python ${FPS[python]:-failed} fps (${rp}x), haar ${FPS[haar]:-failed} fps (${rh}x)")
+  unset FPS
+done
+
+echo
+echo "fps = frames / median wall seconds of $RUNS interleaved runs per variant, each a whole process (start-up and"
+echo "model loading included). floor and streamlens run in $BIN run -q; python is bench/python_peer.py;"
+echo "haar is gst-launch-1.0 -q with videoconvert to RGB ! facedetect profile=$(basename "$CASCADE") display=true$([ "$HAAR_FRAMES" -lt "$FRAMES" ] && echo ", on the clip's first $HAAR_FRAMES frames only ($HAAR_CLIP), its fps from those frames")."
+echo "In the fakesink ending the floor is decoding alone, so streamlens/floor there is detection's whole cost against it."
+echo "detect ms/frame: streamlens from lensdetect's summary (model + decoding, one extra run without -q); python its own"
+echo "median from letterbox to decoded boxes; haar has no such figure. Peak RSS: /usr/bin/time %M, median."
+echo
+printf '%s\n' "${HEADLINES[@]}"
+exit $FAILED

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Makes the face clip for `make bench-detect`: the public-domain astronaut photo (scikit-image,
+# put in .deps/media by `make setup`) scaled to 720x720 and sliding slowly from the left edge to
+# the right edge of a 1280x720 grey background, 30 fps, 300 frames (10 s), H.264 (libx264
+# veryfast, yuv420p) in MP4, no audio. Usage: make-face-clip.sh OUT.mp4
+set -euo pipefail
+out=${1:?usage: make-face-clip.sh OUT.mp4}
+photo="$(cd "$(dirname "$0")/.." && pwd)/.deps/media/astronaut.png"
+[ -f "$photo" ] || { echo "make-face-clip: $photo missing (run make setup)" >&2; exit 1; }
+command -v ffmpeg >/dev/null || { echo "make-face-clip: ffmpeg missing (run make setup)" >&2; exit 1; }
+mkdir -p "$(dirname "$out")"
+ffmpeg -v error -y -f lavfi -i "color=c=0x3a4450:s=1280x720:r=30:d=10" -loop 1 -framerate 30 -t 10 -i "$photo" \
+  -filter_complex "[1:v]scale=720:720,setsar=1[p];[0:v][p]overlay=x='(W-w)*t/10':y=0:shortest=1,format=yuv420p[v]" \
+  -map '[v]' -frames:v 300 -r 30 -c:v libx264 -preset veryfast -pix_fmt yuv420p -an -movflags +faststart "$out.tmp.mp4"
+mv "$out.tmp.mp4" "$out"
