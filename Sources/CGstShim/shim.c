@@ -10,6 +10,7 @@ GstClockTime sl_buffer_duration(GstBuffer *buffer) { return GST_BUFFER_DURATION(
 GstMessageType sl_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_writable(buffer); }
 gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
+gboolean sl_is_element(gpointer object) { return GST_IS_ELEMENT(object); }
 const char *sl_element_factory_name(GstElement *element) {
     GstElementFactory *factory = gst_element_get_factory(element);
     return factory ? GST_OBJECT_NAME(factory) : NULL;
@@ -33,6 +34,20 @@ gboolean sl_object_set_from_string(gpointer object, const char *name, const char
     if (!g_object_class_find_property(G_OBJECT_GET_CLASS(object), name)) return FALSE;
     gst_util_set_object_arg(G_OBJECT(object), name, value);
     return TRUE;
+}
+
+static void sl_send_eos_to_peer(const GValue *value, gpointer data) {
+    (void)data;
+    GstPad *peer = gst_pad_get_peer(GST_PAD(g_value_get_object(value)));
+    if (!peer) return;
+    gst_pad_send_event(peer, gst_event_new_eos());
+    gst_object_unref(peer);
+}
+
+void sl_element_send_eos_downstream(GstElement *element) {
+    GstIterator *it = gst_element_iterate_src_pads(element);
+    while (gst_iterator_foreach(it, sl_send_eos_to_peer, NULL) == GST_ITERATOR_RESYNC) gst_iterator_resync(it);
+    gst_iterator_free(it);
 }
 
 // ---- stage elements ----------------------------------------------------------------------

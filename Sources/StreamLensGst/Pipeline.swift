@@ -23,6 +23,9 @@ public final class Pipeline {
         public var progressInterval: Double = 5
         /// Install SIGINT/SIGTERM handlers (first: EOS and wait, second: abort).
         public var handleSignals = true
+        /// After an error, end the stream just downstream of the failed element so files written
+        /// so far are finalized, before stopping.
+        public var finalizeOnError = true
         public init() {}
     }
 
@@ -160,6 +163,7 @@ public final class Pipeline {
                     log("error: \(text)")
                     firstError = text
                     outcome = .failed(text)
+                    if options.finalizeOnError { finalizeAfterError(bus, source: message.pointee.src, options: options) }
                 } else if options.verbose {
                     log("error (after the first): \(text)")
                 }
@@ -193,6 +197,36 @@ public final class Pipeline {
         progress.clear()
         stop()
         return outcome!
+    }
+
+    /// An error stopped part of the pipeline, but what is downstream of the failed element can
+    /// still finish: send it end-of-stream there, so encoders flush and muxers write their index
+    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS. The EOS is sent from its own
+    /// thread: a send that blocks must not hang the host.
+    private func finalizeAfterError(_ bus: UnsafeMutablePointer<GstBus>, source: UnsafeMutablePointer<GstObject>?, options: Options) {
+        guard let source, sl_is_element(source) != 0 else { return }
+        gst_object_ref(source)
+        let element = ElementReference(UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstElement.self))
+        Thread.detachNewThread {
+            sl_element_send_eos_downstream(element.pointer)
+            gst_object_unref(element.pointer)
+        }
+        if waitForEOS(bus, seconds: 5, options: options) { log("the output written so far was finalized") }
+    }
+
+    private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, options: Options) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000),
+                                                           GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ELEMENT.rawValue)) else { continue }
+            defer { gst_message_unref(message) }
+            if sl_message_type(message) == GST_MESSAGE_EOS { return true }
+            var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
+            if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
+                record(kind: String(cString: kind), text: String(cString: text), options: options)
+            }
+        }
+        return false
     }
 
     /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
@@ -286,4 +320,12 @@ public final class Pipeline {
 
 private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ element: UnsafeMutablePointer<GstElement>) -> Bool {
     UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(element)
+}
+
+/// A GStreamer object pointer handed to another thread.
+/// @unchecked Sendable: GstObjects are thread-safe reference-counted objects; the sender holds a
+/// reference for the receiver, which releases it.
+private struct ElementReference: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<GstElement>
+    init(_ pointer: UnsafeMutablePointer<GstElement>) { self.pointer = pointer }
 }

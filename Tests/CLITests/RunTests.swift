@@ -80,6 +80,21 @@ import Testing
         #expect(frames >= 30, "only \(frames) frames in 3 s")
     }
 
+    @Test func anErrorMidStreamStillFinalizesTheFile() throws {
+        // identity error-after=50 fails the stream after 50 frames; what is downstream of it gets
+        // end-of-stream, so the MP4 gets its index and holds the frames that made it through.
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, middle) in [("plain", "x264enc"), ("stage", "lenspass name=p ! videoconvert ! x264enc tune=zerolatency")] {
+            let out = dir.appendingPathComponent("\(name).mp4").path
+            let r = try CLI.run(["run", "videotestsrc num-buffers=100 ! video/x-raw,width=320,height=240,framerate=30/1 ! identity error-after=50 ! \(middle) ! mp4mux ! filesink location=\(out)"], timeout: 30)
+            #expect(r.status == 1, "\(name): \(r.stderr)")
+            #expect(r.stderr.contains("error: identity0: Failed after iterations as requested."), "\(name): \(r.stderr)")
+            #expect(r.stderr.contains("the output written so far was finalized"), "\(name): \(r.stderr)")
+            #expect(countFrames(out) == 49, "\(name)")
+        }
+    }
+
     @Test func secondInterruptAborts() throws {
         // EOS has to wait 3 s behind the slow stage; the second Ctrl-C must not.
         let r = try CLI.run(["run", "videotestsrc is-live=true ! lenspass delay=3000 ! fakesink"],

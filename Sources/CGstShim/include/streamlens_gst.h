@@ -13,11 +13,16 @@ GstClockTime sl_buffer_duration(GstBuffer *buffer);
 GstMessageType sl_message_type(GstMessage *message);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
 gboolean sl_is_bin(GstElement *element);
+gboolean sl_is_element(gpointer object);
 // The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
 const char *sl_element_factory_name(GstElement *element);
 GstElement *sl_pipeline_parse(const char *description, GError **error);
 // Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
+
+// Sends EOS to whatever each of the element's src pads is linked to: after the element failed,
+// the rest of the pipeline can still finish (encoders flush, muxers write their index).
+void sl_element_send_eos_downstream(GstElement *element);
 
 // ---- stage elements ----------------------------------------------------------------------
 // A stage element is a GstBin holding an appsink and an appsrc that are not linked to each
