@@ -36,6 +36,11 @@ gboolean sl_object_set_from_string(gpointer object, const char *name, const char
     return TRUE;
 }
 
+const char *sl_element_klass(GstElement *element) {
+    const char *klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(element), GST_ELEMENT_METADATA_KLASS);
+    return klass ? klass : "";
+}
+
 static void sl_send_eos_to_peer(const GValue *value, gpointer data) {
     (void)data;
     GstPad *peer = gst_pad_get_peer(GST_PAD(g_value_get_object(value)));

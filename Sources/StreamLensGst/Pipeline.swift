@@ -201,10 +201,12 @@ public final class Pipeline {
 
     /// An error stopped part of the pipeline, but what is downstream of the failed element can
     /// still finish: send it end-of-stream there, so encoders flush and muxers write their index
-    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS. The EOS is sent from its own
+    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS (only when there is a muxer). The EOS is sent from its own
     /// thread: a send that blocks must not hang the host.
     private func finalizeAfterError(_ bus: UnsafeMutablePointer<GstBus>, source: UnsafeMutablePointer<GstObject>?, options: Options) {
-        guard let source, sl_is_element(source) != 0 else { return }
+        // Only a muxer's output needs finishing to be usable; without one, stop at once.
+        guard let source, sl_is_element(source) != 0,
+              allElements().contains(where: { String(cString: sl_element_klass($0)).contains("Muxer") }) else { return }
         gst_object_ref(source)
         let element = ElementReference(UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstElement.self))
         Thread.detachNewThread {

@@ -20,6 +20,8 @@ GstElement *sl_pipeline_parse(const char *description, GError **error);
 // Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
 
+// The element's class ("Codec/Muxer", "Sink/File", …), or "".
+const char *sl_element_klass(GstElement *element);
 // Sends EOS to whatever each of the element's src pads is linked to: after the element failed,
 // the rest of the pipeline can still finish (encoders flush, muxers write their index).
 void sl_element_send_eos_downstream(GstElement *element);
