@@ -216,11 +216,24 @@ public final class Pipeline {
         if waitForEOS(bus, seconds: 5, options: options) { log("the output written so far was finalized") }
     }
 
+    /// The error cancelled the pipeline's pending change to PLAYING: an element that prerolls
+    /// only now (a file sink behind an encoder's look-ahead) would wait in PAUSED for ever.
+    private func resumePausedElements() {
+        for element in allElements() {
+            var state = GST_STATE_NULL, pending = GST_STATE_NULL
+            gst_element_get_state(element, &state, &pending, 0)
+            if state == GST_STATE_PAUSED { gst_element_set_state(element, GST_STATE_PLAYING) }
+        }
+    }
+
     private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, options: Options) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000),
-                                                           GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ELEMENT.rawValue)) else { continue }
+                                                           GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ELEMENT.rawValue)) else {
+                resumePausedElements()
+                continue
+            }
             defer { gst_message_unref(message) }
             if sl_message_type(message) == GST_MESSAGE_EOS { return true }
             var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
