@@ -47,10 +47,10 @@ public final class DetectStage: Stage {
 
     private let manifest: ModelManifest
     private let manifestPath: String
-    private var decoder: BlazeFaceDecoder
+    private let decoder: BlazeFaceDecoder
     private let engine: InferenceEngine
-    private var options: InferenceOptions
-    private var crop: CropMode
+    private let options: InferenceOptions
+    private let crop: CropMode
     private var settings: StageSettings
     private var model: ImageModel?
     private var outputIndices = (boxes: 0, scores: 1)
@@ -58,7 +58,6 @@ public final class DetectStage: Stage {
     private var last: [Detection] = []
     private var metadata: FileHandle?
     private var inferenceTimes: [Double] = []
-    private var framesSeen = 0
     /// Arrival times of the last 30 frames, for the overlay's frame rate.
     private var frameTimes: [UInt64] = []
     private var facesFound = 0
@@ -78,12 +77,13 @@ public final class DetectStage: Stage {
         decoder = try BlazeFaceDecoder(options: decoderOptions)
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
-        options = InferenceOptions()
+        var options = InferenceOptions()
         options.device = settings.string("device")
         if settings.string("precision") != "default" { options.precision = settings.string("precision") }
         options.threads = settings.int("threads")
         let cache = settings.string("cache-dir")
         options.cacheDirectory = cache.isEmpty ? Self.defaultCacheDirectory : cache
+        self.options = options
         do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
         guard Self.parseColor(settings.string("color")) != nil else {
             throw StageError("property color=\(settings.string("color")) is not a #rrggbb colour")
@@ -139,7 +139,6 @@ public final class DetectStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         guard let model, let geometry else { return .forward }
-        framesSeen += 1
         if frame.index % settings.int("interval") == 0 {
             let start = DispatchTime.now().uptimeNanoseconds
             do {
