@@ -374,6 +374,15 @@ SL_VALUE_GETTER(gint64, sl_stage_get_int, g_value_get_int)
 SL_VALUE_GETTER(double, sl_stage_get_double, g_value_get_double)
 SL_VALUE_GETTER(char *, sl_stage_dup_string, g_value_dup_string)
 
+gboolean sl_stage_internals_intact(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE, emit = TRUE;
+    GstFormat format = GST_FORMAT_UNDEFINED;
+    g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
+    g_object_get(self->appsink, "async", &async, "sync", &sync, "emit-signals", &emit, NULL);
+    return live && block && format == GST_FORMAT_TIME && !async && !sync && !emit;
+}
+
 void sl_stage_configure_queue(GstElement *stage, gboolean live) {
     SLStage *self = (SLStage *)stage;
     g_object_set(self->appsink, "max-buffers", live ? 1 : SL_LOSSLESS_QUEUE, "drop", live, NULL);

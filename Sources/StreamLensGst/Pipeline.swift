@@ -64,6 +64,9 @@ public final class Pipeline {
         if let error { g_error_free(error) }
         self.pipeline = pipeline
         self.description = description
+        if let stage = stages.first(where: { sl_stage_internals_intact($0) == 0 }) {
+            throw HostError(.spec, "\(objectName(stage)): its inner stage_sink/stage_src are part of the bridge and cannot be set from the spec")
+        }
     }
 
     deinit {

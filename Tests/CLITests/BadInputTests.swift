@@ -37,6 +37,8 @@ import Testing
              message: "streamlens: unknown element 'facedetectx'"),
         Case(name: "unknown property", args: ["run", "videotestsrc ! lenspass dealy=3 ! fakesink"], status: 2,
              message: "streamlens: no property \"dealy\" in element \"lenspass\""),
+        Case(name: "stage internals", args: ["run", "videotestsrc num-buffers=3 ! lenspass stage_src::is-live=false ! fakesink"], status: 2,
+             message: "streamlens: lenspass0: its inner stage_sink/stage_src are part of the bridge and cannot be set from the spec"),
         Case(name: "syntax error", args: ["run", "videotestsrc ! ! fakesink"], status: 2,
              message: "streamlens: syntax error in pipeline spec"),
         Case(name: "unlinkable", args: ["run", "videotestsrc ! audioconvert ! fakesink"], status: 2,

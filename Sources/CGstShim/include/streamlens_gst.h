@@ -80,6 +80,9 @@ gint64 sl_stage_get_int(GstElement *stage, guint index);
 double sl_stage_get_double(GstElement *stage, guint index);
 char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
 
+// FALSE when the spec changed the stage's inner appsink/appsrc through the child proxy
+// (`lenspass stage_src::is-live=false`), which would hang or break the bridge.
+gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
 void sl_stage_configure_queue(GstElement *stage, gboolean live);
 // Latency this stage adds on top of upstream's (answered on its src pad's LATENCY query).
