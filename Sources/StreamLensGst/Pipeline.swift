@@ -188,11 +188,8 @@ public final class Pipeline {
             case GST_MESSAGE_LATENCY:
                 _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
             case GST_MESSAGE_ELEMENT:
-                var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
-                if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
-                    progress.clear()
-                    record(kind: String(cString: kind), text: String(cString: text), options: options)
-                }
+                progress.clear()
+                recordReport(message, options: options)
             default:
                 break
             }
@@ -239,10 +236,7 @@ public final class Pipeline {
             }
             defer { gst_message_unref(message) }
             if sl_message_type(message) == GST_MESSAGE_EOS { return true }
-            var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
-            if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
-                record(kind: String(cString: kind), text: String(cString: text), options: options)
-            }
+            recordReport(message, options: options)
         }
         return false
     }
@@ -255,16 +249,18 @@ public final class Pipeline {
         while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {
             guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000), GST_MESSAGE_ELEMENT) else { continue }
             defer { gst_message_unref(message) }
-            var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
-            if sl_message_parse_info(message, &kind, &text) != 0, let kind, let text {
-                record(kind: String(cString: kind), text: String(cString: text), options: options)
-            }
+            recordReport(message, options: options)
         }
     }
 
-    private func record(kind: String, text: String, options: Options) {
-        stageReports.append((kind, text))
-        if (kind == "caps" && options.verbose) || (kind == "stats" && !options.quiet) { log(text) }
+    /// Keeps a stage's report (caps, stats) and prints it as the options say; other element
+    /// messages are ignored.
+    private func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
+        var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
+        guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
+        let (k, t) = (String(cString: kind), String(cString: text))
+        stageReports.append((k, t))
+        if (k == "caps" && options.verbose) || (k == "stats" && !options.quiet) { log(t) }
     }
 
     /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).

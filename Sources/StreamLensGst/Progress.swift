@@ -50,7 +50,6 @@ final class Progress {
     }
 }
 
-
 func writeStderr(_ text: String) {
     FileHandle.standardError.write(text.data(using: .utf8)!)
 }
