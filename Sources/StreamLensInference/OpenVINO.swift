@@ -312,8 +312,17 @@ public final class ImageModel {
         ov_compiled_model_free(compiled)
     }
 
-    /// Runs the model on one frame (rows of `frame.stride` bytes) and returns every output.
+    /// Runs the model on one frame (rows of `frame.stride` bytes) and returns copies of every
+    /// output.
     public func infer(_ pixels: UnsafeRawBufferPointer) throws -> [TensorData] {
+        try infer(pixels) { views in
+            zip(outputs, views).map { TensorData(name: $0.name, shape: $0.shape, values: Array($1)) }
+        }
+    }
+
+    /// Runs the model on one frame and hands `body` the outputs in place, in the model's order,
+    /// valid only during the call: no copy on the per-frame path.
+    public func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
         let rowBytes = frame.width * frame.channels
         guard pixels.count >= frame.stride * (frame.height - 1) + rowBytes else {
             throw InferenceError("frame buffer has \(pixels.count) bytes, expected \(frame.stride * frame.height)")
@@ -346,16 +355,19 @@ public final class ImageModel {
             }
             try scratch.withUnsafeBytes { try run($0.baseAddress!) }
         }
-        return try outputs.enumerated().map { i, output in
+        // The request owns the output memory; the tensor handles are released after `body`.
+        var tensors: [OpaquePointer?] = []
+        defer { tensors.forEach { ov_tensor_free($0) } }
+        let views = try outputs.indices.map { i -> UnsafeBufferPointer<Float> in
             var tensor: OpaquePointer?
             try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
-            defer { ov_tensor_free(tensor) }
+            tensors.append(tensor)
             var count = 0
             try check(ov_tensor_get_size(tensor, &count), "ov_tensor_get_size")
             var data: UnsafeMutableRawPointer?
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
-            let values = Array(UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self), count: count))
-            return TensorData(name: output.name, shape: output.shape, values: values)
+            return UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self), count: count)
         }
+        return try body(views)
     }
 }

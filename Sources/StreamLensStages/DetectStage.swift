@@ -57,6 +57,12 @@ public final class DetectStage: Stage {
     private var geometry: FrameGeometry?
     private var last: [Detection] = []
     private var metadata: FileHandle?
+    /// One encoder for every JSON Lines record (made once, not per frame).
+    private let metadataEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
     private var inferenceTimes: [Double] = []
     /// Arrival times of the last 30 frames, for the overlay's frame rate.
     private var frameTimes: [UInt64] = []
@@ -142,8 +148,12 @@ public final class DetectStage: Stage {
         if frame.index % settings.int("interval") == 0 {
             let start = DispatchTime.now().uptimeNanoseconds
             do {
-                let outputs = try frame.pixels.withBytes { try model.infer($0) }
-                last = decoder.decode(boxes: outputs[outputIndices.boxes].values, scores: outputs[outputIndices.scores].values).map(geometry.toFrame)
+                let found = try frame.pixels.withBytes { pixels in
+                    try model.infer(pixels) { outputs in
+                        decoder.decode(boxes: outputs[outputIndices.boxes], scores: outputs[outputIndices.scores])
+                    }
+                }
+                last = found.map(geometry.toFrame)
             } catch {
                 return .drop(reason: "\(error)")
             }
@@ -210,9 +220,7 @@ public final class DetectStage: Stage {
                  x: r1(d.box.xMin), y: r1(d.box.yMin), width: r1(d.box.width), height: r1(d.box.height),
                  keypoints: d.keypoints.map { [r1($0.x), r1($0.y)] })
         })
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard var data = try? encoder.encode(line) else { return }
+        guard var data = try? metadataEncoder.encode(line) else { return }
         data.append(0x0A)
         handle.write(data)
     }
