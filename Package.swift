@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
         .target(name: "StreamLensInference", dependencies: ["StreamLensCore", "COpenVINO"]),
         .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst"]),
         .executableTarget(
             name: "streamlens",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),

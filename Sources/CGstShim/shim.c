@@ -422,6 +422,12 @@ void sl_stage_post_error(GstElement *stage, const char *message, const char *deb
     g_error_free(error);
 }
 
+void sl_stage_post_warning(GstElement *stage, const char *message) {
+    GError *error = g_error_new_literal(GST_CORE_ERROR, GST_CORE_ERROR_FAILED, message);
+    gst_element_post_message(stage, gst_message_new_warning(GST_OBJECT(stage), error, NULL));
+    g_error_free(error);
+}
+
 void sl_stage_post_info(GstElement *stage, const char *kind, const char *text) {
     GstStructure *s = gst_structure_new("streamlens", "kind", G_TYPE_STRING, kind, "text", G_TYPE_STRING, text, NULL);
     gst_element_post_message(stage, gst_message_new_element(GST_OBJECT(stage), s));

@@ -28,6 +28,18 @@ public protocol Stage: AnyObject, SendableMetatype {
 
     /// The stage's own figures for the end-of-stream summary (e.g. "inference 1.2 ms median").
     var summary: String? { get }
+
+    /// What the stage has to tell the user since the last call (a live change applied or
+    /// refused); the host asks after every frame and every settings change and prints them.
+    func takeNotices() -> [StageNotice]
+}
+
+/// A message from a running stage that does not stop the pipeline.
+public struct StageNotice: Sendable, Equatable {
+    public enum Level: Sendable { case info, warning }
+    public var level: Level
+    public var text: String
+    public init(_ level: Level, _ text: String) { self.level = level; self.text = text }
 }
 
 extension Stage {
@@ -35,6 +47,7 @@ extension Stage {
     public func settingsChanged(_ settings: StageSettings) {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }
+    public func takeNotices() -> [StageNotice] { [] }
 }
 
 /// What became of one frame (the per-frame channel; setup failures are `StageError`s).

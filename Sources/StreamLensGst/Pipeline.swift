@@ -260,7 +260,7 @@ public final class Pipeline {
         guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
         let (k, t) = (String(cString: kind), String(cString: text))
         stageReports.append((k, t))
-        if (k == "caps" && options.verbose) || (k == "stats" && !options.quiet) { log(t) }
+        if (k == "caps" && options.verbose) || ((k == "stats" || k == "notice") && !options.quiet) { log(t) }
     }
 
     /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).

@@ -114,6 +114,7 @@ final class StageWorker: @unchecked Sendable {
             if let settings = pendingSettings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
                 stage.settingsChanged(settings)
                 updateLatency(post: true)
+                postNotices()
             }
             guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
             statistics.received(at: DispatchTime.now().uptimeNanoseconds)
@@ -122,6 +123,7 @@ final class StageWorker: @unchecked Sendable {
                               duration: duration == GstClockTime.max ? nil : UInt64(duration),
                               index: statistics.framesIn - 1, pixels: pixels)
             let outcome = stage.process(frame)
+            postNotices()
             switch outcome {
             case .forward:
                 // push_sample does not take the sample; it sets the caps on appsrc when they
@@ -167,6 +169,15 @@ final class StageWorker: @unchecked Sendable {
         let now = sl_element_running_time_now(element)
         guard frameTime != GstClockTime.max, now != GstClockTime.max else { return nil }
         return now > frameTime ? UInt64(now - frameTime) : 0
+    }
+
+    private func postNotices() {
+        for notice in stage.takeNotices() {
+            switch notice.level {
+            case .info: sl_stage_post_info(element, "notice", "\(name): \(notice.text)")
+            case .warning: sl_stage_post_warning(element, notice.text)
+            }
+        }
     }
 
     private func postStatistics() {

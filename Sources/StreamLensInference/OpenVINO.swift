@@ -46,9 +46,12 @@ public struct ImageInput: Sendable, Equatable {
     /// u8 value v becomes (v - mean) / scale.
     public var mean: Float
     public var scale: Float
-    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: Float, scale: Float) {
+    /// The image input's name, needed when the model has several inputs (the others are set
+    /// with `ImageModel.setInput`).
+    public var name: String?
+    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: Float, scale: Float, name: String? = nil) {
         self.width = width; self.height = height; self.layout = layout; self.colorOrder = colorOrder
-        self.mean = mean; self.scale = scale
+        self.mean = mean; self.scale = scale; self.name = name
     }
 }
 
@@ -126,8 +129,10 @@ public final class InferenceEngine: @unchecked Sendable {
         }
     }
 
-    /// Reads a model (.xml, .onnx, .tflite), fixes dynamic dimensions (batch → 1, spatial → the
-    /// manifest's size), adds pre-processing from `frame` to `input`, and compiles it.
+    /// Reads a model (.xml, .onnx, .tflite), fixes its image input's shape (batch → 1, height and
+    /// width → `input`'s, reshaping a fixed-size model when they differ), adds pre-processing from
+    /// `frame` to `input`, and compiles it. A model with several inputs names its image input in
+    /// `input.name`; the others keep their shapes and are set with `ImageModel.setInput`.
     public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
                                options: InferenceOptions) throws -> ImageModel {
         guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
@@ -138,15 +143,26 @@ public final class InferenceEngine: @unchecked Sendable {
         var model: OpaquePointer?
         try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
         defer { ov_model_free(model) }
-        let inputs = try portCount(model!, inputs: true)
-        guard inputs == 1 else { throw InferenceError("\(path) has \(inputs) inputs; an image model has one") }
-        try makeStatic(model!, input: input)
+        let inputs = try ports(model!, inputs: true)
+        let imageIndex: Int
+        if let name = input.name {
+            guard let i = inputs.firstIndex(where: { $0.name == name }) else {
+                throw InferenceError("\(path) has no input named \(name) (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
+            }
+            imageIndex = i
+        } else {
+            guard inputs.count == 1 else {
+                throw InferenceError("\(path) has \(inputs.count) inputs (\(inputs.map(\.name).joined(separator: ", "))); name the image input in the manifest's input.name")
+            }
+            imageIndex = 0
+        }
+        try makeStatic(model!, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input)
 
         var ppp: OpaquePointer?
         try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")
         defer { ov_preprocess_prepostprocessor_free(ppp) }
         var inputInfo: OpaquePointer?
-        try check(ov_preprocess_prepostprocessor_get_input_info_by_index(ppp, 0, &inputInfo), "ov_preprocess_prepostprocessor_get_input_info_by_index")
+        try check(ov_preprocess_prepostprocessor_get_input_info_by_index(ppp, imageIndex, &inputInfo), "ov_preprocess_prepostprocessor_get_input_info_by_index")
         defer { ov_preprocess_input_info_free(inputInfo) }
 
         var tensorInfo: OpaquePointer?
@@ -189,12 +205,14 @@ public final class InferenceEngine: @unchecked Sendable {
         try check(ov_preprocess_prepostprocessor_build(ppp, &built), "ov_preprocess_prepostprocessor_build")
         defer { ov_model_free(built) }
 
-        let outputs = try outputPorts(built!)
+        let outputs = try ports(built!, inputs: false)
+        let otherInputs = try ports(built!, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
         var compiled: OpaquePointer?
         try withProperties(options) { count, properties in
             try check(ov_core_compile_model_props(core, built, options.device, count, properties, &compiled), "ov_core_compile_model_props")
         }
-        return try ImageModel(compiled: compiled!, frame: frame, padding: padding, outputs: outputs)
+        return try ImageModel(compiled: compiled!, frame: frame, padding: padding, imageInput: imageIndex,
+                              otherInputs: otherInputs, outputs: outputs)
     }
 
     private func portCount(_ model: OpaquePointer, inputs: Bool) throws -> Int {
@@ -203,41 +221,58 @@ public final class InferenceEngine: @unchecked Sendable {
         return n
     }
 
-    /// Dynamic batch → 1 (otherwise inference "succeeds" on an empty tensor); dynamic height and
-    /// width → the manifest's; anything else dynamic is refused.
-    private func makeStatic(_ model: OpaquePointer, input: ImageInput) throws {
+    /// Batch → 1 when dynamic (otherwise inference "succeeds" on an empty tensor); height and
+    /// width → `input`'s, by reshaping when they are dynamic or differ; a dynamic channel count
+    /// → 3. A model that cannot take that size is refused with a message saying so.
+    private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput) throws {
         var port: OpaquePointer?
-        try check(ov_model_const_input_by_index(model, 0, &port), "ov_model_const_input_by_index")
+        try check(ov_model_const_input_by_index(model, index, &port), "ov_model_const_input_by_index")
         defer { ov_output_const_port_free(port) }
         var partial = ov_partial_shape_t()
         try check(ov_port_get_partial_shape(port, &partial), "ov_port_get_partial_shape")
         defer { ov_partial_shape_free(&partial) }
-        guard !ov_partial_shape_is_dynamic(partial) else {
-            guard partial.rank.min == 4, partial.rank.max == 4 else { throw InferenceError("the model's input is not an image (rank \(partial.rank.min)…\(partial.rank.max), expected 4)") }
-            let nchw = input.layout == "NCHW"
-            var dims: [Int64] = (0..<4).map { i in
-                let d = partial.dims[i]
-                if d.min == d.max { return d.min }
-                switch (i, nchw) {
-                case (0, _): return 1
-                case (1, true), (2, false): return Int64(input.height)
-                case (2, true), (3, false): return Int64(input.width)
-                default: return 3
-                }
-            }
-            var fixed = ov_partial_shape_t()
-            try check(ov_partial_shape_create_static(4, &dims, &fixed), "ov_partial_shape_create_static")
-            defer { ov_partial_shape_free(&fixed) }
-            try check(ov_model_reshape_single_input(model, fixed), "ov_model_reshape_single_input")
-            return
+        guard partial.rank.min == 4, partial.rank.max == 4 else {
+            throw InferenceError("the model's input is not an image (rank \(partial.rank.min)…\(partial.rank.max), expected 4)")
         }
-        guard partial.rank.min == 4 else { throw InferenceError("the model's input is not an image (rank \(partial.rank.min), expected 4)") }
+        let nchw = input.layout == "NCHW"
+        let current = (0..<4).map { (partial.dims[$0].min, partial.dims[$0].max) }
+        let channels = current[nchw ? 1 : 3]
+        guard channels.0 != channels.1 || channels.0 == 3 else {
+            throw InferenceError("the model's image input has \(channels.0) channels in \(input.layout) layout; StreamLens feeds 3-channel colour pictures (is the manifest's layout right?)")
+        }
+        var dims: [Int64] = (0..<4).map { i in
+            switch (i, nchw) {
+            case (0, _): return current[0].0 == current[0].1 ? current[0].0 : 1
+            case (2, true), (1, false): return Int64(input.height)
+            case (3, true), (2, false): return Int64(input.width)
+            default: return current[i].0 == current[i].1 ? current[i].0 : 3
+            }
+        }
+        if !ov_partial_shape_is_dynamic(partial) && current.map(\.0) == dims { return }
+        var fixed = ov_partial_shape_t()
+        try check(ov_partial_shape_create_static(4, &dims, &fixed), "ov_partial_shape_create_static")
+        defer { ov_partial_shape_free(&fixed) }
+        do {
+            if let name {
+                try check(ov_model_reshape_input_by_name(model, name, fixed), "ov_model_reshape_input_by_name")
+            } else {
+                try check(ov_model_reshape_single_input(model, fixed), "ov_model_reshape_single_input")
+            }
+        } catch let error as InferenceError {
+            let was = current.map { $0.0 == $0.1 ? String($0.0) : "?" }.joined(separator: ",")
+            throw InferenceError("the model's image input [\(was)] cannot take \(input.width)x\(input.height) (\(error.message))")
+        }
     }
 
-    private func outputPorts(_ model: OpaquePointer) throws -> [(name: String, shape: [Int])] {
-        try (0..<portCount(model, inputs: false)).map { i in
+    /// Names and shapes of a model's inputs or outputs (a dynamic dimension shows as -1).
+    private func ports(_ model: OpaquePointer, inputs: Bool) throws -> [(name: String, shape: [Int])] {
+        try (0..<portCount(model, inputs: inputs)).map { i in
             var port: OpaquePointer?
-            try check(ov_model_const_output_by_index(model, i, &port), "ov_model_const_output_by_index")
+            if inputs {
+                try check(ov_model_const_input_by_index(model, i, &port), "ov_model_const_input_by_index")
+            } else {
+                try check(ov_model_const_output_by_index(model, i, &port), "ov_model_const_output_by_index")
+            }
             defer { ov_output_const_port_free(port) }
             var cName: UnsafeMutablePointer<CChar>?
             let name: String
@@ -247,10 +282,11 @@ public final class InferenceEngine: @unchecked Sendable {
             } else {
                 name = String(i)
             }
-            var shape = ov_shape_t()
-            try check(ov_const_port_get_shape(port, &shape), "ov_const_port_get_shape")
-            defer { ov_shape_free(&shape) }
-            return (name, (0..<Int(shape.rank)).map { Int(shape.dims[$0]) })
+            var partial = ov_partial_shape_t()
+            try check(ov_port_get_partial_shape(port, &partial), "ov_port_get_partial_shape")
+            defer { ov_partial_shape_free(&partial) }
+            guard partial.rank.min == partial.rank.max else { return (name, []) }
+            return (name, (0..<Int(partial.rank.min)).map { partial.dims[$0].min == partial.dims[$0].max ? Int(partial.dims[$0].min) : -1 })
         }
     }
 
@@ -286,14 +322,21 @@ public final class ImageModel {
     public let frame: FrameLayout
     /// Output names and shapes, in the model's order.
     public let outputs: [(name: String, shape: [Int])]
+    /// The model's inputs other than the image (a style vector…), set with `setInput`.
+    public let otherInputs: [(name: String, shape: [Int])]
+    private let imageInput: Int
+    /// Tensors set with `setInput`, owned here until replaced.
+    private var inputTensors: [String: OpaquePointer] = [:]
     /// Letterbox borders around the frame in the tensor, in pixels.
     private let padding: (top: Int, left: Int, bottom: Int, right: Int)
     /// The tensor's pixels when rows must be repacked or padded; borders stay zero.
     private var scratch: [UInt8] = []
 
     init(compiled: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
-         outputs: [(name: String, shape: [Int])]) throws {
+         imageInput: Int = 0, otherInputs: [(name: String, shape: [Int])] = [], outputs: [(name: String, shape: [Int])]) throws {
         self.compiled = compiled
+        self.imageInput = imageInput
+        self.otherInputs = otherInputs
         var request: OpaquePointer?
         do {
             try check(ov_compiled_model_create_infer_request(compiled, &request), "ov_compiled_model_create_infer_request")
@@ -309,7 +352,35 @@ public final class ImageModel {
 
     deinit {
         ov_infer_request_free(request)
+        inputTensors.values.forEach { ov_tensor_free($0) }
         ov_compiled_model_free(compiled)
+    }
+
+    /// Sets one of `otherInputs` (f32 values in the input's shape) for every following frame.
+    public func setInput(name: String, values: [Float]) throws {
+        guard let port = otherInputs.first(where: { $0.name == name }) else {
+            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
+        }
+        guard port.shape.reduce(1, *) == values.count else {
+            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(values.count)")
+        }
+        var dims = port.shape.map(Int64.init)
+        var shape = ov_shape_t()
+        try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")
+        defer { ov_shape_free(&shape) }
+        var tensor: OpaquePointer?
+        try check(ov_tensor_create(F32, shape, &tensor), "ov_tensor_create")
+        var data: UnsafeMutableRawPointer?
+        do {
+            try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+            values.withUnsafeBytes { data!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            try check(ov_infer_request_set_tensor(request, name, tensor), "ov_infer_request_set_tensor")
+        } catch {
+            ov_tensor_free(tensor)
+            throw error
+        }
+        if let old = inputTensors[name] { ov_tensor_free(old) }
+        inputTensors[name] = tensor
     }
 
     /// Runs the model on one frame (rows of `frame.stride` bytes) and returns copies of every
@@ -338,7 +409,7 @@ public final class ImageModel {
             var tensor: OpaquePointer?
             try check(ov_tensor_create_from_host_ptr(U8, shape, UnsafeMutableRawPointer(mutating: base), &tensor), "ov_tensor_create_from_host_ptr")
             defer { ov_tensor_free(tensor) }
-            try check(ov_infer_request_set_input_tensor(self.request, tensor), "ov_infer_request_set_input_tensor")
+            try check(ov_infer_request_set_input_tensor_by_index(self.request, self.imageInput, tensor), "ov_infer_request_set_input_tensor_by_index")
             try check(ov_infer_request_infer(self.request), "ov_infer_request_infer")
         }
         if frame.stride == rowBytes && tensorWidth == frame.width && tensorHeight == frame.height {

@@ -72,7 +72,9 @@ public final class DetectStage: Stage {
         self.settings = settings
         manifestPath = settings.string("model")
         manifest = try ModelManifest.load(path: manifestPath)
-        var decoderOptions = manifest.decoder.parameters
+        guard var decoderOptions = manifest.decoder.blazeFace else {
+            throw StageError("\(manifestPath) describes an image-to-image model (decoder '\(manifest.decoder.name)'), not a detector; use it with lensstylize")
+        }
         if settings.double("threshold") > 0 { decoderOptions.minScore = settings.double("threshold") }
         switch settings.string("suppression") {
         case "weighted": decoderOptions.suppression.method = .weighted

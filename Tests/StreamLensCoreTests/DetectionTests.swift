@@ -16,8 +16,8 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
 @Suite struct AnchorTests {
     @Test func shortRangeHas896Anchors() throws {
         let manifest = try ModelManifest.load(path: manifestPath("face-short-range"))
-        #expect(manifest.decoder.parameters.anchors == .faceShortRange)
-        let anchors = generateAnchors(manifest.decoder.parameters.anchors)
+        #expect(manifest.decoder.blazeFace!.anchors == .faceShortRange)
+        let anchors = generateAnchors(manifest.decoder.blazeFace!.anchors)
         #expect(anchors.count == 896)
         #expect(anchors.first == Anchor(xCenter: 0.03125, yCenter: 0.03125, width: 1, height: 1))
         #expect(anchors.last == Anchor(xCenter: 0.9375, yCenter: 0.9375, width: 1, height: 1))
@@ -30,8 +30,8 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
 
     @Test func fullRangeHas2304Anchors() throws {
         let manifest = try ModelManifest.load(path: manifestPath("face-full-range"))
-        #expect(manifest.decoder.parameters.anchors == .faceFullRange)
-        let anchors = generateAnchors(manifest.decoder.parameters.anchors)
+        #expect(manifest.decoder.blazeFace!.anchors == .faceFullRange)
+        let anchors = generateAnchors(manifest.decoder.blazeFace!.anchors)
         #expect(anchors.count == 2304)
         #expect(close(anchors[0].xCenter, 0.5 / 48, 1e-15) && close(anchors[0].yCenter, 0.5 / 48, 1e-15))
         #expect(close(anchors[2303].xCenter, 47.5 / 48, 1e-15) && close(anchors[2303].yCenter, 47.5 / 48, 1e-15))
@@ -350,7 +350,7 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
         #expect(short.crop == .letterbox)
         #expect(short.labels == ["face"])
         #expect(short.licence.hasPrefix("Apache-2.0"))
-        let p = short.decoder.parameters
+        let p = short.decoder.blazeFace!
         #expect(p.boxesOutput == "regressors" && p.scoresOutput == "classificators")
         #expect(p.numCoords == 16 && p.boxOrder == .xywh && p.keypointCoordOffset == 4 && p.numKeypoints == 6)
         #expect(p.xScale == 128 && p.hScale == 128 && p.scores == .logits && p.scoreClippingThresh == 100)
@@ -360,7 +360,7 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
 
         let full = try ModelManifest.load(path: manifestPath("face-full-range"))
         #expect(full.model == "face_detection_full_range_sparse.tflite")
-        #expect(full.input.width == 192 && full.decoder.parameters.xScale == 192 && full.decoder.parameters.minScore == 0.6)
+        #expect(full.input.width == 192 && full.decoder.blazeFace!.xScale == 192 && full.decoder.blazeFace!.minScore == 0.6)
         #expect(try full.makeDecoder().anchors.count == 2304)
 
         // Encoding and decoding again changes nothing.
@@ -413,14 +413,14 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
     @Test func badJSONNamesTheKey() throws {
         let missing = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""num_coords": 16,"#, with: ""))
         defer { try? FileManager.default.removeItem(atPath: missing) }
-        #expect(throws: StageError("model manifest \(missing) is not valid: missing key decoder.parameters.num_coords")) {
+        #expect(throws: StageError("model manifest \(missing) is not valid: missing key decoder.blazeFace!.num_coords")) {
             try ModelManifest.load(path: missing)
         }
 
         let badOrder = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""box_order": "xywh""#, with: #""box_order": "xyzw""#))
         defer { try? FileManager.default.removeItem(atPath: badOrder) }
         let orderError = #expect(throws: StageError.self) { try ModelManifest.load(path: badOrder) }
-        #expect(orderError?.message.contains("decoder.parameters.box_order") == true, "\(orderError?.message ?? "")")
+        #expect(orderError?.message.contains("decoder.blazeFace!.box_order") == true, "\(orderError?.message ?? "")")
 
         let badType = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""width": 128"#, with: #""width": "wide""#))
         defer { try? FileManager.default.removeItem(atPath: badType) }

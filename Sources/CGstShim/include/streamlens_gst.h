@@ -110,5 +110,7 @@ GstClockTime sl_element_running_time_now(GstElement *element);
 void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
 // An element message named "streamlens" with string fields kind and text, for the host's log.
 void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
+// A warning from the stage (the pipeline goes on).
+void sl_stage_post_warning(GstElement *stage, const char *message);
 // Reads such a message; returns FALSE for any other message. Strings stay owned by message.
 gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text);

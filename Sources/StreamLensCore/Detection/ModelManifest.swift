@@ -15,7 +15,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// The only `schema_version` this code reads.
     public static let schemaVersion = 1
     /// Decoder names this code knows.
-    public static let knownDecoders = ["blazeface"]
+    public static let knownDecoders = ["blazeface", "image"]
 
     public var schemaVersion: Int
     public var name: String
@@ -25,8 +25,14 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// How frames are fitted to the input (default letterbox).
     public var crop: CropMode
     public var decoder: DecoderSpec
+    /// Arbitrary-style models only: the network that turns a style image into the vector the
+    /// main model takes as its second input.
+    public var style: StyleSpec?
+    /// Detection labels (absent for image-to-image models).
     public var labels: [String]
     public var licence: String
+    /// Where the model came from: the command that trained or converted it, with its seed.
+    public var provenance: String?
 
     /// The model's input tensor and the pixel values it expects.
     public struct Input: Sendable, Codable, Equatable {
@@ -39,17 +45,21 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// What 0 and 255 of an 8-bit channel become: [-1, 1], [0, 1], [0, 255], …
         public var valueRange: [Double]
         public var layout: Layout
+        /// The image input's name when the model has several inputs (arbitrary-style transfer
+        /// networks take the frame and a style vector).
+        public var name: String?
 
-        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout) {
+        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout, name: String? = nil) {
             self.width = width
             self.height = height
             self.colorOrder = colorOrder
             self.valueRange = valueRange
             self.layout = layout
+            self.name = name
         }
 
         enum CodingKeys: String, CodingKey {
-            case width, height, layout
+            case width, height, layout, name
             case colorOrder = "color_order"
             case valueRange = "value_range"
         }
@@ -61,44 +71,124 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         public var mean: Double { 0 - valueRange[0] * scale }
     }
 
-    /// Which decoder turns the outputs into detections, and its parameters. Only "blazeface"
-    /// exists so far, so the parameters are its options; another family becomes another case.
+    /// Which decoder turns the outputs into results, and its parameters: "blazeface" (face
+    /// boxes) or "image" (an image-to-image model: the output is a picture).
     public struct DecoderSpec: Sendable, Codable, Equatable {
-        public var name: String
-        public var parameters: BlazeFaceDecoderOptions
-
-        public init(name: String = "blazeface", parameters: BlazeFaceDecoderOptions) {
-            self.name = name
-            self.parameters = parameters
+        public enum Parameters: Sendable, Equatable {
+            case blazeface(BlazeFaceDecoderOptions)
+            case image(ImageOutput)
         }
+        public var parameters: Parameters
+        public var name: String {
+            switch parameters {
+            case .blazeface: return "blazeface"
+            case .image: return "image"
+            }
+        }
+        /// The detector options, when this is a BlazeFace decoder.
+        public var blazeFace: BlazeFaceDecoderOptions? {
+            if case .blazeface(let options) = parameters { return options }
+            return nil
+        }
+        /// The output image's description, when this is an image-to-image model.
+        public var image: ImageOutput? {
+            if case .image(let output) = parameters { return output }
+            return nil
+        }
+
+        public init(_ parameters: Parameters) { self.parameters = parameters }
+        public init(name: String = "blazeface", parameters: BlazeFaceDecoderOptions) { self.parameters = .blazeface(parameters) }
 
         enum CodingKeys: String, CodingKey { case name, parameters }
 
         /// Reads `parameters` only for a known name, so an unknown decoder is reported as such
-        /// rather than as a missing BlazeFace key.
+        /// rather than as a missing key of another decoder's parameters.
         public init(from decoder: any Swift.Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            name = try c.decode(String.self, forKey: .name)
-            guard ModelManifest.knownDecoders.contains(name) else { throw UnknownDecoder(name: name) }
-            parameters = try c.decode(BlazeFaceDecoderOptions.self, forKey: .parameters)
+            let name = try c.decode(String.self, forKey: .name)
+            switch name {
+            case "blazeface": parameters = .blazeface(try c.decode(BlazeFaceDecoderOptions.self, forKey: .parameters))
+            case "image": parameters = .image(try c.decodeIfPresent(ImageOutput.self, forKey: .parameters) ?? ImageOutput())
+            default: throw UnknownDecoder(name: name)
+            }
+        }
+
+        public func encode(to encoder: any Swift.Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            switch parameters {
+            case .blazeface(let options): try c.encode(options, forKey: .parameters)
+            case .image(let output): try c.encode(output, forKey: .parameters)
+            }
+        }
+    }
+
+    /// An image-to-image model's output picture: layout, channel order and the values that
+    /// mean 0 and 255 (Create ML's ends in ×255, Magenta's in a sigmoid, 0…1).
+    public struct ImageOutput: Sendable, Codable, Equatable {
+        public var layout: Input.Layout
+        public var colorOrder: Input.ColorOrder
+        public var valueRange: [Double]
+        /// The output's name when the model has several (default: the first).
+        public var output: String?
+
+        public init(layout: Input.Layout = .nhwc, colorOrder: Input.ColorOrder = .rgb, valueRange: [Double] = [0, 1], output: String? = nil) {
+            self.layout = layout
+            self.colorOrder = colorOrder
+            self.valueRange = valueRange
+            self.output = output
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case layout, output
+            case colorOrder = "color_order"
+            case valueRange = "value_range"
+        }
+
+        public init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            layout = try c.decodeIfPresent(Input.Layout.self, forKey: .layout) ?? .nhwc
+            colorOrder = try c.decodeIfPresent(Input.ColorOrder.self, forKey: .colorOrder) ?? .rgb
+            valueRange = try c.decodeIfPresent([Double].self, forKey: .valueRange) ?? [0, 1]
+            output = try c.decodeIfPresent(String.self, forKey: .output)
+        }
+    }
+
+    /// The style-prediction network of an arbitrary-style model (Magenta): it turns a style image
+    /// into a vector once, and the main model stylizes every frame with that vector.
+    public struct StyleSpec: Sendable, Codable, Equatable {
+        /// The prediction model file, relative to the manifest's folder (or absolute).
+        public var model: String
+        /// Its image input (the style image is resized to it).
+        public var input: Input
+        /// The style image used when the stage's `style-image` is empty, relative to the
+        /// manifest's folder (or absolute); nil means the stage must name one.
+        public var image: String?
+
+        public init(model: String, input: Input, image: String? = nil) {
+            self.model = model
+            self.input = input
+            self.image = image
         }
     }
 
     public init(name: String, model: String, input: Input, crop: CropMode = .letterbox, decoder: DecoderSpec,
-                labels: [String], licence: String) {
+                style: StyleSpec? = nil, labels: [String], licence: String, provenance: String? = nil) {
         self.schemaVersion = Self.schemaVersion
         self.name = name
         self.model = model
         self.input = input
         self.crop = crop
         self.decoder = decoder
+        self.style = style
         self.labels = labels
         self.licence = licence
+        self.provenance = provenance
     }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
-        case name, model, input, crop, decoder, labels, licence
+        case name, model, input, crop, decoder, style, labels, licence, provenance
     }
 
     public init(from decoder: any Swift.Decoder) throws {
@@ -111,8 +201,10 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         input = try c.decode(Input.self, forKey: .input)
         crop = try c.decodeIfPresent(CropMode.self, forKey: .crop) ?? .letterbox
         self.decoder = try c.decode(DecoderSpec.self, forKey: .decoder)
-        labels = try c.decode([String].self, forKey: .labels)
+        style = try c.decodeIfPresent(StyleSpec.self, forKey: .style)
+        labels = try c.decodeIfPresent([String].self, forKey: .labels) ?? []
         licence = try c.decode(String.self, forKey: .licence)
+        provenance = try c.decodeIfPresent(String.self, forKey: .provenance)
     }
 
     /// Reads and checks a manifest file. Every failure is a `StageError` naming the file:
@@ -147,20 +239,42 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         return manifest
     }
 
-    /// Values JSON types cannot rule out: sizes, the value range, the decoder's options and
-    /// whether its anchors were made for this input size.
+    /// Values JSON types cannot rule out: sizes, value ranges, the decoder's options and
+    /// whether a detector's anchors were made for this input size.
     public func validate() throws {
+        try Self.validate(input, what: "input")
+        switch decoder.parameters {
+        case .blazeface(let options):
+            let anchors = options.anchors
+            guard anchors.inputWidth == input.width, anchors.inputHeight == input.height else {
+                throw StageError("the decoder's anchors are for \(anchors.inputWidth)x\(anchors.inputHeight) but the input is \(input.width)x\(input.height)")
+            }
+            try options.validate()
+            guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder 'blazeface'") }
+        case .image(let output):
+            try Self.validate(range: output.valueRange, what: "decoder.parameters.value_range")
+        }
+        if let style { try Self.validate(style.input, what: "style.input") }
+    }
+
+    private static func validate(_ input: Input, what: String) throws {
         guard input.width > 0, input.height > 0 else {
-            throw StageError("input size \(input.width)x\(input.height) is not positive")
+            throw StageError("\(what) size \(input.width)x\(input.height) is not positive")
         }
-        guard input.valueRange.count == 2, input.valueRange.allSatisfy(\.isFinite), input.valueRange[0] < input.valueRange[1] else {
-            throw StageError("input value_range must be two numbers [lo, hi] with lo < hi, got \(input.valueRange)")
+        try validate(range: input.valueRange, what: "\(what) value_range")
+    }
+
+    private static func validate(range: [Double], what: String) throws {
+        guard range.count == 2, range.allSatisfy(\.isFinite), range[0] < range[1] else {
+            throw StageError("\(what) must be two numbers [lo, hi] with lo < hi, got \(range)")
         }
-        let anchors = decoder.parameters.anchors
-        guard anchors.inputWidth == input.width, anchors.inputHeight == input.height else {
-            throw StageError("the decoder's anchors are for \(anchors.inputWidth)x\(anchors.inputHeight) but the input is \(input.width)x\(input.height)")
-        }
-        try decoder.parameters.validate()
+    }
+
+    /// A file named by the manifest (`model`, `style.model`, `style.image`), resolved against the
+    /// manifest's folder (kept as is when absolute).
+    public func resolve(_ file: String, relativeTo manifestPath: String) -> String {
+        if file.hasPrefix("/") { return file }
+        return URL(fileURLWithPath: manifestPath).deletingLastPathComponent().appendingPathComponent(file).path
     }
 
     /// The model file: `model` resolved against the manifest's folder (kept as is when absolute).
@@ -180,7 +294,10 @@ public struct ModelManifest: Sendable, Codable, Equatable {
 
     /// A BlazeFace decoder for this model, labelling its detections with the first label.
     public func makeDecoder() throws -> BlazeFaceDecoder {
-        try BlazeFaceDecoder(options: decoder.parameters, label: labels.first)
+        guard let options = decoder.blazeFace else {
+            throw StageError("model \(name) is not a detector (its decoder is '\(decoder.name)')")
+        }
+        return try BlazeFaceDecoder(options: options, label: labels.first)
     }
 
     /// "input.width: expected Int …" style text: the key's path, then what was wrong.

@@ -1,0 +1,315 @@
+import Foundation
+import StreamLensCore
+import StreamLensInference
+import Synchronization
+
+/// `lensstylize`: turns every frame into a painting with an image-to-image model described by a
+/// manifest in Models/: a feed-forward stylizer (Johnson-style, Create ML video styles imported
+/// with `streamlens import`) or an arbitrary-style network (Magenta) that copies the style of
+/// any picture given as `style-image`.
+///
+///     streamlens run 'filesrc location=in.mp4 ! decodebin ! videoconvert ! lensstylize model=Models/magenta-style.json style-image=painting.jpg strength=0.8 ! videoconvert ! autovideosink'
+///
+/// Real time by design: the frame is shrunk to `inference-size` (a box filter, in Swift), the
+/// model runs at that size, and its output is scaled back onto the frame (bilinear) blended
+/// with the original by `strength`. So the model's cost does not grow with the frame, and one
+/// compiled model serves every frame size mapping to the same inference size.
+///
+/// Live: strength and smoothing apply from the next frame; a new model, style image, device or
+/// precision is loaded in the background while frames keep flowing through the current one,
+/// and replaces it between two frames (or is refused with a warning, keeping the current one).
+public final class StylizeStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensstylize",
+        summary: "Stylize frames with an image-to-image model (OpenVINO): feed-forward styles or any style image (Magenta)",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! lensstylize model=Models/magenta-style.json ! fakesink",
+        sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
+        properties: [
+            PropertySpec("model", .string, default: .string("Models/magenta-style.json"), live: true,
+                         help: "style model manifest (JSON): a feed-forward stylizer or an arbitrary-style network"),
+            PropertySpec("style-image", .string, default: .string(""), live: true,
+                         help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
+            PropertySpec("strength", .double(0...1), default: .double(1), live: true,
+                         help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
+            PropertySpec("smoothing", .double(0...0.95), default: .double(0), live: true,
+                         help: "weight of the previous stylized frame, against flicker on still scenes (0: off; reset on scene changes)"),
+            PropertySpec("inference-size", .string, default: .string(""),
+                         help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
+            PropertySpec("device", .string, default: .string("CPU"), live: true,
+                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch)"),
+            PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"), live: true,
+                         help: "inference precision hint"),
+            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("cache-dir", .string, default: .string(""),
+                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+        ])
+
+    private let engine: InferenceEngine
+    private var settings: StageSettings
+    private var stylizer: Stylizer
+    /// The configuration the settings ask for; a background load is running when it differs
+    /// from the stylizer's.
+    private var wanted: StylizerConfiguration
+    private let reloads = ReloadResults()
+    private var notices: [StageNotice] = []
+
+    private var format: VideoFormat?
+    /// The frame shrunk to the inference size, in the model's channel order, and the previous one.
+    private var small: [UInt8] = []
+    private var previousSmall: [UInt8] = []
+    /// The model's output as packed RGB, and its running average when smoothing.
+    private var styled: [UInt8] = []
+    private var styledSize = (width: 0, height: 0)
+    private var history: [Float] = []
+    /// Mean absolute change (0…255) of the shrunk frame above which smoothing starts afresh.
+    static let sceneChange = 12.0
+
+    private var inferenceTimes: [Double] = []
+    private var frameTimes: [Double] = []
+
+    public init(settings: StageSettings) throws {
+        self.settings = settings
+        do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
+        let configuration = try Self.configuration(from: settings)
+        do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
+        stylizer = try Stylizer(configuration, engine: engine)
+        wanted = configuration
+    }
+
+    static func configuration(from settings: StageSettings) throws -> StylizerConfiguration {
+        var options = InferenceOptions()
+        options.device = settings.string("device")
+        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
+        options.threads = settings.int("threads")
+        let cache = settings.string("cache-dir")
+        options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
+        return StylizerConfiguration(manifestPath: settings.string("model"), styleImage: settings.string("style-image"),
+                                     inferenceSize: try InferenceSize.parse(settings.string("inference-size")), options: options)
+    }
+
+    public func formatChanged(_ format: VideoFormat) throws {
+        guard PackedRGBLayout(pixelFormat: format.pixelFormat) != nil else {
+            throw StageError("cannot stylize \(format.pixelFormat) frames (use a videoconvert before the stage)")
+        }
+        self.format = format
+        // Compile now, so a model that cannot run fails the start rather than the first frame.
+        _ = try stylizer.model(width: inferenceSize(format).width, height: inferenceSize(format).height)
+        history = []
+        previousSmall = []
+    }
+
+    private func inferenceSize(_ format: VideoFormat) -> (width: Int, height: Int) {
+        stylizer.configuration.inferenceSize.resolve(frameWidth: format.width, frameHeight: format.height,
+                                                     manifestWidth: stylizer.manifest.input.width, manifestHeight: stylizer.manifest.input.height)
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        applyFinishedReloads()
+        let strength = settings.double("strength")
+        guard strength > 0, let format = self.format, let frameLayout = PackedRGBLayout(pixelFormat: format.pixelFormat) else {
+            return .forward // strength 0: the frame goes on untouched
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let size = inferenceSize(format)
+        let compiled: (model: ImageModel, output: Int)
+        do {
+            compiled = try stylizer.model(width: size.width, height: size.height)
+        } catch {
+            return .drop(reason: "\(error)")
+        }
+        let modelLayout: PackedRGBLayout = stylizer.manifest.input.colorOrder == .bgr ? .bgr : .rgb
+        if small.count != size.width * size.height * 3 { small = [UInt8](repeating: 0, count: size.width * size.height * 3) }
+        frame.pixels.withBytes { bytes in
+            small.withUnsafeMutableBytes { out in
+                Resampling.areaResize(
+                    PixelPlane(base: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), width: format.width, height: format.height,
+                               stride: format.strides[0], layout: frameLayout),
+                    into: PixelPlane(base: out.baseAddress!, width: size.width, height: size.height, stride: size.width * 3, layout: modelLayout))
+            }
+        }
+        let inferStart = DispatchTime.now().uptimeNanoseconds
+        let output = stylizer.output
+        do {
+            try small.withUnsafeBytes { input in
+                try compiled.model.infer(input) { outputs in
+                    let shape = compiled.model.outputs[compiled.output].shape
+                    let planar = output.layout == .nchw
+                    guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
+                    if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }
+                    styledSize = (w, h)
+                    let image = FloatImage(values: outputs[compiled.output], width: w, height: h, planar: planar, bgr: output.colorOrder == .bgr,
+                                           low: Float(output.valueRange[0]), high: Float(output.valueRange[1]))
+                    styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
+                }
+            }
+        } catch {
+            return .drop(reason: "\(error)")
+        }
+        let inferEnd = DispatchTime.now().uptimeNanoseconds
+        smooth()
+        frame.pixels.withMutableBytes { bytes in
+            styled.withUnsafeMutableBytes { styledBytes in
+                Resampling.bilinearBlend(
+                    PixelPlane(base: styledBytes.baseAddress!, width: styledSize.width, height: styledSize.height,
+                               stride: styledSize.width * 3, layout: .rgb),
+                    onto: PixelPlane(base: bytes.baseAddress!, width: format.width, height: format.height,
+                                     stride: format.strides[0], layout: frameLayout),
+                    strength: strength)
+            }
+        }
+        record(&inferenceTimes, Double(inferEnd - inferStart) / 1e6)
+        record(&frameTimes, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        return .forward
+    }
+
+    /// Temporal smoothing: an exponential average of the stylized frames while the scene stays
+    /// still (the shrunk input changes by less than `sceneChange`), started afresh otherwise.
+    private func smooth() {
+        let weight = Float(settings.double("smoothing"))
+        defer { swap(&previousSmall, &small) }
+        guard weight > 0 else { history = []; return }
+        let still = previousSmall.count == small.count && history.count == styled.count
+            && previousSmall.withUnsafeBytes({ a in small.withUnsafeBytes { b in Resampling.meanAbsoluteDifference(a, b, step: 7) } }) < Self.sceneChange
+        if !still {
+            history = styled.map(Float.init)
+            return
+        }
+        let keep = weight, take = 1 - weight
+        history.withUnsafeMutableBufferPointer { h in
+            styled.withUnsafeMutableBufferPointer { s in
+                for i in 0..<s.count {
+                    let v = h[i] * keep + Float(s[i]) * take
+                    h[i] = v
+                    s[i] = UInt8(min(255, v + 0.5))
+                }
+            }
+        }
+    }
+
+    private func record(_ list: inout [Double], _ value: Double) {
+        list.append(value)
+        if list.count > 4096 { list.removeFirst(2048) }
+    }
+
+    public func settingsChanged(_ settings: StageSettings) {
+        self.settings = settings
+        let configuration: StylizerConfiguration
+        do {
+            configuration = try Self.configuration(from: settings)
+        } catch {
+            notices.append(StageNotice(.warning, "\(error); keeping \(describe(wanted))"))
+            return
+        }
+        guard configuration != wanted else { return }
+        // inference-size is not live: a change to it would reload for nothing.
+        var next = configuration
+        next.inferenceSize = stylizer.configuration.inferenceSize
+        wanted = next
+        if next == stylizer.configuration { return }
+        startReload(next)
+    }
+
+    /// Builds the replacement on its own thread; `applyFinishedReloads` swaps it in between frames.
+    private func startReload(_ configuration: StylizerConfiguration) {
+        let engine = self.engine, results = self.reloads
+        let size = format.map(inferenceSize)
+        let styleOnly = configuration.differsOnlyInStyle(from: stylizer.configuration)
+        let manifest = stylizer.manifest
+        notices.append(StageNotice(.info, "loading \(describe(configuration))…"))
+        Thread.detachNewThread {
+            let started = DispatchTime.now().uptimeNanoseconds
+            let result: ReloadResults.Result
+            do {
+                if styleOnly {
+                    let image = configuration.styleImage.isEmpty
+                        ? manifest.style?.image.map { manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
+                        : configuration.styleImage
+                    let vector = try Stylizer.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image,
+                                                           engine: engine, options: configuration.options)
+                    result = .style(vector, image: image)
+                } else {
+                    let stylizer = try Stylizer(configuration, engine: engine)
+                    try engine.checkDevice(configuration.options.device)
+                    if let size { _ = try stylizer.model(width: size.width, height: size.height) }
+                    result = .stylizer(Handoff(stylizer))
+                }
+            } catch {
+                result = .failed("\(error)")
+            }
+            results.post(configuration, result, milliseconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+        }
+    }
+
+    private func applyFinishedReloads() {
+        for (configuration, result, ms) in reloads.take() {
+            // A later change superseded this one: drop it.
+            guard configuration == wanted else { continue }
+            switch result {
+            case .stylizer(let handoff):
+                stylizer = handoff.stylizer
+                history = []
+                notices.append(StageNotice(.info, String(format: "now using %@ (loaded in %.0f ms)", describe(configuration), ms)))
+            case .style(let vector, let image):
+                do {
+                    try stylizer.setStyle(vector: vector, image: image, requested: configuration.styleImage)
+                    history = []
+                    notices.append(StageNotice(.info, String(format: "now copying the style of %@ (%.0f ms)", image, ms)))
+                } catch {
+                    wanted = stylizer.configuration
+                    notices.append(StageNotice(.warning, "\(error); keeping \(describe(stylizer.configuration))"))
+                }
+            case .failed(let message):
+                wanted = stylizer.configuration
+                notices.append(StageNotice(.warning, "\(message); keeping \(describe(stylizer.configuration))"))
+            }
+        }
+    }
+
+    private func describe(_ c: StylizerConfiguration) -> String {
+        var text = "\(c.manifestPath) on \(c.options.device)"
+        if let p = c.options.precision { text += " (\(p))" }
+        if !c.styleImage.isEmpty { text += " with style \(c.styleImage)" }
+        return text
+    }
+
+    public func takeNotices() -> [StageNotice] {
+        guard !notices.isEmpty else { return [] }
+        defer { notices = [] }
+        return notices
+    }
+
+    public var summary: String? {
+        guard !frameTimes.isEmpty else { return nil }
+        func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
+        return String(format: "inference %.1f ms, %.1f ms a frame in all (medians of %d) at %@", median(inferenceTimes), median(frameTimes),
+                      frameTimes.count, size)
+    }
+}
+
+/// Finished background loads, posted by the loading thread and taken by the worker.
+final class ReloadResults: Sendable {
+    enum Result: Sendable {
+        case stylizer(Handoff)
+        case style([Float], image: String)
+        case failed(String)
+    }
+    private let finished = Mutex<[(StylizerConfiguration, Result, Double)]>([])
+    func post(_ configuration: StylizerConfiguration, _ result: Result, milliseconds: Double) {
+        finished.withLock { $0.append((configuration, result, milliseconds)) }
+    }
+    func take() -> [(StylizerConfiguration, Result, Double)] {
+        finished.withLock { list in
+            defer { list = [] }
+            return list
+        }
+    }
+}
+
+/// A stylizer passed from the thread that built it to the worker.
+/// @unchecked Sendable: the building thread drops its reference when it posts the handoff; from
+/// then on only the worker thread uses the stylizer.
+final class Handoff: @unchecked Sendable {
+    let stylizer: Stylizer
+    init(_ stylizer: Stylizer) { self.stylizer = stylizer }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import StreamLensCore
+import StreamLensGst
+import StreamLensInference
+
+/// Everything a stylizer is built from; a change to any of it means a (background) reload.
+struct StylizerConfiguration: Sendable, Equatable {
+    var manifestPath: String
+    /// The style image (arbitrary-style models); "" means the manifest's default.
+    var styleImage: String
+    var inferenceSize: InferenceSize
+    var options: InferenceOptions
+
+    /// Same model and device: only the style vector differs.
+    func differsOnlyInStyle(from other: StylizerConfiguration) -> Bool {
+        var a = self
+        a.styleImage = other.styleImage
+        return a == other && styleImage != other.styleImage
+    }
+}
+
+/// One image-to-image model, ready to run: its manifest, the compiled models for the inference
+/// sizes seen so far (a small cache: one compiled model per size, shared by every frame size
+/// that maps to it), and for arbitrary-style models the style vector.
+///
+/// Built on any thread (the stage builds a replacement in the background while frames keep
+/// flowing through the current one), then used by one thread only.
+final class Stylizer {
+    private(set) var configuration: StylizerConfiguration
+    let manifest: ModelManifest
+    let output: ModelManifest.ImageOutput
+    /// The style image the vector came from (arbitrary-style models).
+    private(set) var styleImage: String?
+    private var styleVector: [Float]?
+    private let engine: InferenceEngine
+    private var models: [(width: Int, height: Int, model: ImageModel, output: Int)] = []
+    static let cachedSizes = 4
+
+    init(_ configuration: StylizerConfiguration, engine: InferenceEngine) throws {
+        self.configuration = configuration
+        self.engine = engine
+        let path = configuration.manifestPath
+        guard !path.isEmpty else { throw StageError("no model: set model=PATH to a style model manifest (Models/*.json)") }
+        manifest = try ModelManifest.load(path: path)
+        guard let output = manifest.decoder.image else {
+            throw StageError("\(path) describes a detector (decoder '\(manifest.decoder.name)'), not an image-to-image model; use it with lensdetect")
+        }
+        self.output = output
+        if let style = manifest.style {
+            let image = configuration.styleImage.isEmpty ? style.image.map { manifest.resolve($0, relativeTo: path) } : configuration.styleImage
+            guard let image else {
+                throw StageError("\(path) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy")
+            }
+            styleVector = try Self.predictStyle(manifest: manifest, manifestPath: path, image: image, engine: engine, options: configuration.options)
+            styleImage = image
+        } else if !configuration.styleImage.isEmpty {
+            throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")
+        }
+    }
+
+    /// The style-prediction network run once on `image`: the vector the transfer network takes.
+    static func predictStyle(manifest: ModelManifest, manifestPath: String, image: String, engine: InferenceEngine,
+                             options: InferenceOptions) throws -> [Float] {
+        guard let style = manifest.style else { throw StageError("\(manifestPath) has no style network") }
+        let pixels = try StillImage.loadRGB(path: image, width: style.input.width, height: style.input.height)
+        let input = ImageInput(width: style.input.width, height: style.input.height, layout: style.input.layout.rawValue,
+                               colorOrder: style.input.colorOrder.rawValue, mean: Float(style.input.mean), scale: Float(style.input.scale),
+                               name: style.input.name)
+        let frame = FrameLayout(width: style.input.width, height: style.input.height, pixelFormat: "RGB", stride: style.input.width * 3)
+        do {
+            let model = try engine.loadImageModel(path: manifest.resolve(style.model, relativeTo: manifestPath), input: input, frame: frame,
+                                                  region: .whole, options: options)
+            return try pixels.withUnsafeBytes { try model.infer($0) }.first?.values ?? []
+        } catch let error as InferenceError {
+            throw StageError("\(manifestPath): style network: \(error.message)")
+        }
+    }
+
+    /// Replaces the style vector (computed in the background from another style image);
+    /// `requested` is the `style-image` setting it answers.
+    func setStyle(vector: [Float], image: String, requested: String) throws {
+        for entry in models { try apply(vector, to: entry.model) }
+        styleVector = vector
+        styleImage = image
+        configuration.styleImage = requested
+    }
+
+    private func apply(_ vector: [Float], to model: ImageModel) throws {
+        guard model.otherInputs.count == 1 else {
+            throw StageError("\(configuration.manifestPath): an arbitrary-style model takes the image and one style vector; this one has \(model.otherInputs.count + 1) inputs")
+        }
+        do {
+            try model.setInput(name: model.otherInputs[0].name, values: vector)
+        } catch let error as InferenceError {
+            throw StageError("\(configuration.manifestPath): style vector: \(error.message)")
+        }
+    }
+
+    /// The compiled model for one inference size (compiled on first use) and the index of its
+    /// image output.
+    func model(width: Int, height: Int) throws -> (model: ImageModel, output: Int) {
+        if let i = models.firstIndex(where: { $0.width == width && $0.height == height }) {
+            let entry = models.remove(at: i)
+            models.append(entry)
+            return (entry.model, entry.output)
+        }
+        let path = configuration.manifestPath
+        let m = manifest.input
+        let input = ImageInput(width: width, height: height, layout: m.layout.rawValue, colorOrder: m.colorOrder.rawValue,
+                               mean: Float(m.mean), scale: Float(m.scale), name: m.name)
+        // The stage hands the model packed pixels already at the inference size and in the
+        // model's channel order: OpenVINO's pre-processing only converts them to floats.
+        let frame = FrameLayout(width: width, height: height, pixelFormat: m.colorOrder.rawValue, stride: width * 3)
+        let model: ImageModel
+        do {
+            model = try engine.loadImageModel(path: manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
+                                              region: .whole, options: configuration.options)
+        } catch let error as InferenceError {
+            throw StageError("\(path): \(error.message)")
+        }
+        let outputIndex: Int
+        if let name = output.output {
+            guard let i = model.outputs.firstIndex(where: { $0.name == name }) else {
+                throw StageError("\(path): the model has no output named \(name) (outputs: \(model.outputs.map(\.name).joined(separator: ", ")))")
+            }
+            outputIndex = i
+        } else {
+            outputIndex = 0
+        }
+        let shape = model.outputs[outputIndex].shape
+        guard FloatImage.size(ofShape: shape, planar: output.layout == .nchw) != nil else {
+            throw StageError("\(path): the model's output \(shape) is not a 3-channel \(output.layout.rawValue) image")
+        }
+        if manifest.style != nil {
+            guard let styleVector else { throw StageError("\(path): no style vector") }
+            try apply(styleVector, to: model)
+        } else if !model.otherInputs.isEmpty {
+            throw StageError("\(path): the model has inputs besides the image (\(model.otherInputs.map(\.name).joined(separator: ", "))) but the manifest has no style network for them")
+        }
+        models.append((width, height, model, outputIndex))
+        if models.count > Self.cachedSizes { models.removeFirst() }
+        return (model, outputIndex)
+    }
+}
