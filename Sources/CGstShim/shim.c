@@ -36,6 +36,40 @@ gboolean sl_object_set_from_string(gpointer object, const char *name, const char
     return TRUE;
 }
 
+guint sl_object_property_flags(gpointer object, const char *name) {
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
+    if (!spec) return 0;
+    guint flags = SL_PROPERTY_EXISTS;
+    if ((spec->flags & G_PARAM_WRITABLE) && !(spec->flags & G_PARAM_CONSTRUCT_ONLY)) flags |= SL_PROPERTY_WRITABLE;
+    if (spec->flags & GST_PARAM_MUTABLE_PLAYING) flags |= SL_PROPERTY_MUTABLE_PLAYING;
+    return flags;
+}
+
+gboolean sl_object_set_checked(gpointer object, const char *name, const char *value) {
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
+    if (!spec) return FALSE;
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, spec->value_type);
+    gboolean ok = gst_value_deserialize_with_pspec(&v, value, spec);
+    if (ok) ok = !g_param_value_validate(spec, &v); // TRUE from validate means it had to clamp
+    if (ok) g_object_set_property(G_OBJECT(object), name, &v);
+    g_value_unset(&v);
+    return ok;
+}
+
+char *sl_object_get_as_string(gpointer object, const char *name) {
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
+    if (!spec) return NULL;
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, spec->value_type);
+    g_object_get_property(G_OBJECT(object), name, &v);
+    char *text = G_VALUE_HOLDS_STRING(&v) ? g_value_dup_string(&v)
+               : G_VALUE_HOLDS_DOUBLE(&v) ? g_strdup_printf("%g", g_value_get_double(&v))
+               : gst_value_serialize(&v);
+    g_value_unset(&v);
+    return text ? text : g_strdup("");
+}
+
 const char *sl_element_klass(GstElement *element) {
     const char *klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(element), GST_ELEMENT_METADATA_KLASS);
     return klass ? klass : "";

@@ -39,7 +39,12 @@ public struct StageNotice: Sendable, Equatable {
     public enum Level: Sendable { case info, warning }
     public var level: Level
     public var text: String
-    public init(_ level: Level, _ text: String) { self.level = level; self.text = text }
+    /// Property values the host sets back on the element (a live change the stage refused, so
+    /// the element shows what the stage really uses).
+    public var restore: [String: PropertyValue]
+    public init(_ level: Level, _ text: String, restore: [String: PropertyValue] = [:]) {
+        self.level = level; self.text = text; self.restore = restore
+    }
 }
 
 extension Stage {

@@ -70,6 +70,29 @@ public struct PropertySpec: Sendable, Equatable {
         }
     }
 
+    /// A value written as text (a control command, a key binding), checked against the row.
+    public func parse(_ text: String) throws -> PropertyValue {
+        let value: PropertyValue
+        switch kind {
+        case .bool:
+            switch text.lowercased() {
+            case "true", "yes", "1", "on": value = .bool(true)
+            case "false", "no", "0", "off": value = .bool(false)
+            default: throw StageError("property \(name)=\(text) is not true or false")
+            }
+        case .int:
+            guard let v = Int(text) else { throw StageError("property \(name)=\(text) is not a whole number") }
+            value = .int(v)
+        case .double:
+            guard let v = Double(text), v.isFinite else { throw StageError("property \(name)=\(text) is not a number") }
+            value = .double(v)
+        case .string, .choice:
+            value = .string(text)
+        }
+        try validate(value)
+        return value
+    }
+
     /// `range`/`choices` for help text.
     public var constraint: String {
         switch kind {

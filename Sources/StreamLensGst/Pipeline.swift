@@ -26,6 +26,8 @@ public final class Pipeline {
         /// After an error, end the stream just downstream of the failed element so files written
         /// so far are finalized, before stopping.
         public var finalizeOnError = true
+        /// Read control commands (property changes while playing) from stdin or a Unix socket.
+        public var control: ControlSource?
         public init() {}
     }
 
@@ -116,6 +118,18 @@ public final class Pipeline {
         let firstStage = stages.first
         let stageCount = stages.count
         let progress = Progress(interval: options.progressInterval)
+        var control: ControlChannel?
+        if let source = options.control {
+            let channel = ControlChannel(pipeline: pipeline, echo: !options.quiet)
+            do {
+                try channel.start(source)
+            } catch {
+                log("error: \(error)")
+                return .failed("\(error)")
+            }
+            control = channel
+        }
+        defer { control?.stop() }
 
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let message = drainError(bus) ?? "the pipeline could not start (state change failed)"

@@ -177,6 +177,11 @@ final class StageWorker: @unchecked Sendable {
             case .info: sl_stage_post_info(element, "notice", "\(name): \(notice.text)")
             case .warning: sl_stage_post_warning(element, notice.text)
             }
+            for (property, value) in notice.restore {
+                let text: String
+                if case .string(let s) = value { text = s } else { text = value.description }
+                _ = sl_object_set_checked(element, property, text)
+            }
         }
     }
 

@@ -255,14 +255,25 @@ public final class StylizeStage: Stage {
                     history = []
                     notices.append(StageNotice(.info, String(format: "now copying the style of %@ (%.0f ms)", image, ms)))
                 } catch {
-                    wanted = stylizer.configuration
-                    notices.append(StageNotice(.warning, "\(error); keeping \(describe(stylizer.configuration))"))
+                    refused(configuration, "\(error)")
                 }
             case .failed(let message):
-                wanted = stylizer.configuration
-                notices.append(StageNotice(.warning, "\(message); keeping \(describe(stylizer.configuration))"))
+                refused(configuration, message)
             }
         }
+    }
+
+    /// A live change that did not load: keep the current stylizer, and set the element's
+    /// properties back to what it uses.
+    private func refused(_ configuration: StylizerConfiguration, _ message: String) {
+        let current = stylizer.configuration
+        wanted = current
+        var restore: [String: PropertyValue] = [:]
+        if configuration.manifestPath != current.manifestPath { restore["model"] = .string(current.manifestPath) }
+        if configuration.styleImage != current.styleImage { restore["style-image"] = .string(current.styleImage) }
+        if configuration.options.device != current.options.device { restore["device"] = .string(current.options.device) }
+        if configuration.options.precision != current.options.precision { restore["precision"] = .string(current.options.precision ?? "default") }
+        notices.append(StageNotice(.warning, "\(message); keeping \(describe(current))", restore: restore))
     }
 
     private func describe(_ c: StylizerConfiguration) -> String {

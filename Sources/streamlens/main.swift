@@ -6,7 +6,7 @@ import StreamLensStages
 /// The `streamlens` command. Exit codes: 0 clean end of stream (also after Ctrl-C, once the
 /// output is finalized), 1 the pipeline failed, 2 a usage or spec error, 130 aborted.
 let usage = """
-    usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] SPEC [NAME=value …]
+    usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--control -|SOCKET] SPEC [NAME=value …]
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
            streamlens --help | --version
@@ -21,6 +21,9 @@ let usage = """
         -v, --verbose   print each stage's negotiated caps and debug details
         --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
         --timeout S     seconds the pipeline may take to start (default 20)
+        --control C     take commands while running from stdin (-) or a Unix socket path:
+                        set [ELEMENT] NAME=VALUE…, get [ELEMENT] NAME, list, help
+                        (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`)
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
 
@@ -59,10 +62,12 @@ func runCommand(_ args: [String]) -> Int32 {
         switch a {
         case "-q", "--quiet": options.quiet = true
         case "-v", "--verbose": options.verbose = true
-        case "--mode", "--timeout":
+        case "--mode", "--timeout", "--control":
             guard i + 1 < args.count else { fail("\(a) needs a value", code: 2) }
             i += 1
-            if a == "--mode" {
+            if a == "--control" {
+                options.control = args[i] == "-" ? .standardInput : .socket(path: args[i])
+            } else if a == "--mode" {
                 guard let mode = BridgeSettings.Mode(rawValue: args[i]) else { fail("--mode must be auto, lossless or live", code: 2) }
                 options.mode = mode
             } else {

@@ -19,6 +19,15 @@ const char *sl_element_factory_name(GstElement *element);
 GstElement *sl_pipeline_parse(const char *description, GError **error);
 // Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
+// For the control channel. Flags of a property: 0 when there is none, else SL_PROPERTY_EXISTS
+// plus WRITABLE and MUTABLE_PLAYING when they apply.
+enum { SL_PROPERTY_EXISTS = 1, SL_PROPERTY_WRITABLE = 2, SL_PROPERTY_MUTABLE_PLAYING = 4 };
+guint sl_object_property_flags(gpointer object, const char *name);
+// Converts `value` to the property's type (GStreamer's syntax) and sets it; FALSE, leaving the
+// property alone, when the text is not a value of that type.
+gboolean sl_object_set_checked(gpointer object, const char *name, const char *value);
+// A property's value as text; g_free the result.
+char *sl_object_get_as_string(gpointer object, const char *name);
 
 // The element's class ("Codec/Muxer", "Sink/File", …), or "".
 const char *sl_element_klass(GstElement *element);
