@@ -66,6 +66,7 @@ public final class StylizeStage: Stage {
 
     private var inferenceTimes: [Double] = []
     private var frameTimes: [Double] = []
+    private var shrinkTimes: [Double] = [], convertTimes: [Double] = [], blendTimes: [Double] = []
 
     public init(settings: StageSettings) throws {
         self.settings = settings
@@ -128,6 +129,7 @@ public final class StylizeStage: Stage {
             }
         }
         let inferStart = DispatchTime.now().uptimeNanoseconds
+        var convertStart = inferStart
         let output = stylizer.output
         do {
             try small.withUnsafeBytes { input in
@@ -137,6 +139,7 @@ public final class StylizeStage: Stage {
                     guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
                     if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }
                     styledSize = (w, h)
+                    convertStart = DispatchTime.now().uptimeNanoseconds
                     let image = FloatImage(values: outputs[compiled.output], width: w, height: h, planar: planar, bgr: output.colorOrder == .bgr,
                                            low: Float(output.valueRange[0]), high: Float(output.valueRange[1]))
                     styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
@@ -147,6 +150,7 @@ public final class StylizeStage: Stage {
         }
         let inferEnd = DispatchTime.now().uptimeNanoseconds
         smooth()
+        let blendStart = DispatchTime.now().uptimeNanoseconds
         frame.pixels.withMutableBytes { bytes in
             styled.withUnsafeMutableBytes { styledBytes in
                 Resampling.bilinearBlend(
@@ -157,8 +161,12 @@ public final class StylizeStage: Stage {
                     strength: strength)
             }
         }
-        record(&inferenceTimes, Double(inferEnd - inferStart) / 1e6)
-        record(&frameTimes, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        let end = DispatchTime.now().uptimeNanoseconds
+        record(&inferenceTimes, Double(convertStart - inferStart) / 1e6)
+        record(&frameTimes, Double(end - start) / 1e6)
+        record(&shrinkTimes, Double(inferStart - start) / 1e6)
+        record(&convertTimes, Double(inferEnd - convertStart) / 1e6)
+        record(&blendTimes, Double(end - blendStart) / 1e6)
         return .forward
     }
 
@@ -293,8 +301,8 @@ public final class StylizeStage: Stage {
         guard !frameTimes.isEmpty else { return nil }
         func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
-        return String(format: "inference %.1f ms, %.1f ms a frame in all (medians of %d) at %@", median(inferenceTimes), median(frameTimes),
-                      frameTimes.count, size)
+        return String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d)",
+                      median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count)
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Pixel work an image-to-image stage does around its model, in plain Swift on 8-bit pixels:
 /// shrink a frame to the inference size, turn the model's float output into pixels, smooth it
 /// over time, and scale it back up onto the frame blended with the original.
@@ -35,7 +37,10 @@ public struct PackedRGBLayout: Sendable, Equatable {
 }
 
 /// An 8-bit packed image in memory owned by the caller (a frame, or a buffer of ours).
-public struct PixelPlane {
+///
+/// @unchecked Sendable: a plane is only a pointer and sizes, valid for one call of the functions
+/// below; when they split the rows among threads, each thread writes rows no other touches.
+public struct PixelPlane: @unchecked Sendable {
     public var base: UnsafeMutableRawPointer
     public var width: Int
     public var height: Int
@@ -61,13 +66,16 @@ public enum Resampling {
         let sp = source.layout, dp = destination.layout
         let srcChannels = [sp.red, sp.green, sp.blue], dstChannels = [dp.red, dp.green, dp.blue]
         let sBpp = sp.bytesPerPixel, dBpp = dp.bytesPerPixel
-        // Column sums of the rows in the current row span, three channels per source column.
-        var sums = [UInt32](repeating: 0, count: sw * 3)
-        sums.withUnsafeMutableBufferPointer { sums in
-            spans.withUnsafeBufferPointer { spans in
-                for dy in 0..<dh {
+        let chunks = Self.chunks(rows: dh)
+        let columnSpans = spans
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            // Column sums of the rows in the current row span, three channels per source column.
+            let sums = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: sw * 3)
+            defer { sums.deallocate() }
+            columnSpans.withUnsafeBufferPointer { spans in
+                for dy in (dh * chunk / chunks)..<(dh * (chunk + 1) / chunks) {
                     let y0 = dy * sh / dh, y1 = max(y0 + 1, (dy + 1) * sh / dh)
-                    for i in 0..<sums.count { sums[i] = 0 }
+                    sums.update(repeating: 0)
                     for y in y0..<min(y1, sh) {
                         let row = source.base.advanced(by: y * source.stride).assumingMemoryBound(to: UInt8.self)
                         let (r, g, b) = (srcChannels[0], srcChannels[1], srcChannels[2])
@@ -122,11 +130,15 @@ public enum Resampling {
         let map = [(sp.red, dp.red), (sp.green, dp.green), (sp.blue, dp.blue)]
         let dBpp = dp.bytesPerPixel, sBpp = sp.bytesPerPixel
         precondition(sBpp == 3, "bilinearBlend reads packed 3-byte pixels")
-        // One vertically interpolated source row, ×256, in destination channel order (R,G,B).
-        var row = [UInt32](repeating: 0, count: sw * 3)
-        row.withUnsafeMutableBufferPointer { row in
-            x0s.withUnsafeBufferPointer { x0s in x1s.withUnsafeBufferPointer { x1s in wxs.withUnsafeBufferPointer { wxs in
-                for dy in 0..<dh {
+        // Rows are split among a few threads: OpenVINO's threads are idle meanwhile.
+        let chunks = Self.chunks(rows: dh)
+        let (xa, xb, xw) = (x0s, x1s, wxs)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            xa.withUnsafeBufferPointer { x0s in xb.withUnsafeBufferPointer { x1s in xw.withUnsafeBufferPointer { wxs in
+                // One vertically interpolated source row, ×256, in destination channel order (R,G,B).
+                let row = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: sw * 3)
+                defer { row.deallocate() }
+                for dy in (dh * chunk / chunks)..<(dh * (chunk + 1) / chunks) {
                     let (y0, y1, wy) = tap(dy, dst: dh, src: sh)
                     let r0 = source.base.advanced(by: y0 * source.stride).assumingMemoryBound(to: UInt8.self)
                     let r1 = source.base.advanced(by: y1 * source.stride).assumingMemoryBound(to: UInt8.self)
@@ -161,8 +173,14 @@ public enum Resampling {
                         }
                     }
                 }
-            } } }
-        }
+            }
+        } } }
+    }
+
+    /// How many threads share a picture's rows: one per processor up to four, and only for
+    /// pictures large enough to be worth it.
+    static func chunks(rows: Int) -> Int {
+        rows < 64 ? 1 : max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// Source taps and the second tap's weight (0…256) for destination index `i`, pixel centres
@@ -223,24 +241,19 @@ public struct FloatImage {
     public func writeRGB(into out: UnsafeMutableBufferPointer<UInt8>) {
         let n = width * height
         precondition(out.count >= n * 3 && values.count >= n * 3)
-        let k = 255 / (high - low), lo = low
+        let k = 255 / (high - low), offset = 0.5 - low * k
         let order = bgr ? [2, 1, 0] : [0, 1, 2]
+        let dst = out.baseAddress!, base = values.baseAddress!
+        // max(0, v) is v >= 0 ? v : 0, so NaN becomes 0; +0.5 then truncation rounds.
         for c in 0..<3 {
             let src = order[c]
             if planar {
-                let plane = values.baseAddress! + src * n
-                for i in 0..<n { out[i * 3 + c] = Self.byte((plane[i] - lo) * k) }
+                let plane = base + src * n
+                for i in 0..<n { dst[i * 3 + c] = UInt8(min(255.49, max(0, plane[i] * k + offset))) }
             } else {
-                let base = values.baseAddress!
-                for i in 0..<n { out[i * 3 + c] = Self.byte((base[i * 3 + src] - lo) * k) }
+                for i in 0..<n { dst[i * 3 + c] = UInt8(min(255.49, max(0, base[i * 3 + src] * k + offset))) }
             }
         }
     }
 
-    @inline(__always)
-    static func byte(_ v: Float) -> UInt8 {
-        let r = (v + 0.5).rounded(.down)
-        guard r > 0 else { return 0 } // also NaN
-        return r >= 255 ? 255 : UInt8(r)
-    }
 }
