@@ -22,8 +22,10 @@ struct CLI {
 
     /// Runs `streamlens args…` from the package root. `signals` are sent at the given seconds
     /// after start (SIGINT tests). The process is killed after `timeout` seconds.
+    /// `input` lines are written to its standard input at the given seconds after start (the
+    /// control channel's `--control -`); without them stdin is /dev/null.
     static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
-                    executable: String = "streamlens") throws -> Result {
+                    input: [(after: Double, line: String)] = [], executable: String = "streamlens") throws -> Result {
         // Output goes to files, not pipes: a pipe's reader waits for every process that inherited
         // its write end (other tests' children too), a file does not.
         let dir = try scratchDirectory()
@@ -39,13 +41,19 @@ struct CLI {
         process.currentDirectoryURL = packageRoot
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let stdin = input.isEmpty ? nil : Pipe()
+        process.standardInput = stdin ?? FileHandle.nullDevice
         try process.run()
         let start = Date()
         var pending = signals
+        var lines = input
         var timedOut = false
         while process.isRunning {
             let t = Date().timeIntervalSince(start)
+            if let next = lines.first, t >= next.after {
+                stdin?.fileHandleForWriting.write(Data((next.line + "\n").utf8))
+                lines.removeFirst()
+            }
             if let next = pending.first, t >= next.after {
                 kill(process.processIdentifier, next.signal)
                 pending.removeFirst()
@@ -58,6 +66,7 @@ struct CLI {
             usleep(20_000)
         }
         process.waitUntilExit()
+        try? stdin?.fileHandleForWriting.close()
         let stdout = String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self)
         let stderr = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
         return Result(status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: timedOut)

@@ -1,0 +1,273 @@
+import Foundation
+import Testing
+
+/// The Magenta networks live outside the repository (../shared/models/magenta, never copied in).
+let magentaFolder = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/magenta")
+let magentaAvailable = FileManager.default.fileExists(atPath: magentaFolder.appendingPathComponent("style_transfer_f16_384.tflite").path)
+let magentaMissing = "the Magenta models are not in ../shared/models/magenta (see Models/README.md): arbitrary-style tests skipped"
+
+/// lensstylize through the built CLI on real photos: raw RGB in, raw RGB out, pixel statistics.
+@Suite(.serialized) struct StylizeTests {
+    /// `count` frames of a photo from .deps/media at `width`×`height`, as a source spec.
+    static func photo(_ name: String = "astronaut.png", width: Int, height: Int, count: Int, rate: String = "10/1") -> String {
+        let decoder = name.hasSuffix(".png") ? "pngdec" : "jpegdec"
+        return "filesrc location=.deps/media/\(name) ! \(decoder) ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=\(width),height=\(height),pixel-aspect-ratio=1/1 ! imagefreeze num-buffers=\(count) ! video/x-raw,framerate=\(rate)"
+    }
+
+    /// Runs `source ! middle ! RGB filesink` and returns the frames written.
+    static func frames(_ source: String, _ middle: String?, width: Int, height: Int, input: [(after: Double, line: String)] = [],
+                       extraArgs: [String] = []) throws -> (frames: [[UInt8]], result: CLI.Result) {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out.rgb").path
+        let spec = [source, middle, "videoconvert ! video/x-raw,format=RGB ! filesink location=\(out)"].compactMap { $0 }.joined(separator: " ! ")
+        let r = try CLI.run(["run"] + extraArgs + [spec], timeout: 120, input: input)
+        let data = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data())
+        let size = width * height * 3
+        let frames = stride(from: 0, to: data.count - size + 1, by: size).map { Array(data[$0..<$0 + size]) }
+        return (frames, r)
+    }
+
+    static func meanAbsoluteDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(max(1, a.count))
+    }
+
+    static func meanColor(_ rgb: [UInt8]) -> [Double] {
+        (0..<3).map { c in Double(stride(from: c, to: rgb.count, by: 3).reduce(0) { $0 + Int(rgb[$1]) }) / Double(rgb.count / 3) }
+    }
+
+    /// Correlation of the gradient magnitudes of two RGB images: structure kept or not.
+    static func edgeCorrelation(_ a: [UInt8], _ b: [UInt8], width: Int, height: Int) -> Double {
+        func gradient(_ img: [UInt8]) -> [Double] {
+            func grey(_ x: Int, _ y: Int) -> Double { let p = (y * width + x) * 3; return Double(Int(img[p]) + Int(img[p + 1]) + Int(img[p + 2])) / 3 }
+            var g: [Double] = []
+            for y in 1..<(height - 1) { for x in 1..<(width - 1) {
+                g.append(hypot(grey(x + 1, y) - grey(x - 1, y), grey(x, y + 1) - grey(x, y - 1)))
+            } }
+            return g
+        }
+        let ga = gradient(a), gb = gradient(b)
+        let ma = ga.reduce(0, +) / Double(ga.count), mb = gb.reduce(0, +) / Double(gb.count)
+        var sab = 0.0, saa = 0.0, sbb = 0.0
+        for (x, y) in zip(ga, gb) { sab += (x - ma) * (y - mb); saa += (x - ma) * (x - ma); sbb += (y - mb) * (y - mb) }
+        return sab / (saa * sbb).squareRoot()
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func screamStyleMovesColoursTowardThePaintingAndKeepsTheEdges() throws {
+        let (w, h) = (512, 512)
+        let src = Self.photo(width: w, height: h, count: 2)
+        let (input, _) = try Self.frames(src, nil, width: w, height: h)
+        let (styled, r) = try Self.frames(src, "lensstylize", width: w, height: h)
+        #expect(r.status == 0, "\(r.stderr)")
+        try #require(input.count == 2 && styled.count == 2, "frames in \(input.count), out \(styled.count): \(r.stderr)")
+        // The style image's own colours, decoded the same way.
+        let scream = magentaFolder.appendingPathComponent("munch_scream.jpg").path
+        let (style, _) = try Self.frames("filesrc location=\(scream) ! jpegdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=256,height=256",
+                                         nil, width: 256, height: 256)
+        try #require(style.count == 1)
+        // Colour statistics: a coarse 4x4x4 colour histogram (overlap with the painting's) and
+        // per-channel mean and spread (distance to the painting's).
+        func histogram(_ rgb: [UInt8]) -> [Double] {
+            var h = [Double](repeating: 0, count: 64)
+            for i in stride(from: 0, to: rgb.count, by: 3) { h[Int(rgb[i] >> 6) * 16 + Int(rgb[i + 1] >> 6) * 4 + Int(rgb[i + 2] >> 6)] += 1 }
+            return h.map { $0 / Double(rgb.count / 3) }
+        }
+        func overlap(_ a: [Double], _ b: [Double]) -> Double { zip(a, b).map { min($0, $1) }.reduce(0, +) }
+        func meanAndSpread(_ rgb: [UInt8]) -> [Double] {
+            let mean = Self.meanColor(rgb)
+            let spread = (0..<3).map { c in
+                (Double(stride(from: c, to: rgb.count, by: 3).reduce(0.0) { $0 + pow(Double(rgb[$1]) - mean[c], 2) }) / Double(rgb.count / 3)).squareRoot()
+            }
+            return mean + spread
+        }
+        func distance(_ a: [Double], _ b: [Double]) -> Double { zip(a, b).map { ($0 - $1) * ($0 - $1) }.reduce(0, +).squareRoot() }
+        let painting = histogram(style[0]), paintingStats = meanAndSpread(style[0])
+        let overlapBefore = overlap(histogram(input[0]), painting), overlapAfter = overlap(histogram(styled[0]), painting)
+        let before = distance(meanAndSpread(input[0]), paintingStats), after = distance(meanAndSpread(styled[0]), paintingStats)
+        #expect(overlapAfter > overlapBefore + 0.1, "colour histogram overlap with the painting: \(overlapBefore) before, \(overlapAfter) after")
+        #expect(after < 0.75 * before, "colour mean+spread distance to the painting: \(before) before, \(after) after")
+        let change = Self.meanAbsoluteDifference(input[0], styled[0])
+        let edges = Self.edgeCorrelation(input[0], styled[0], width: w, height: h)
+        #expect(change > 20, "mean absolute change \(change)")
+        #expect(edges > 0.3, "edge correlation \(edges)")
+        // A deterministic model on a still picture: both frames the same.
+        #expect(styled[0] == styled[1])
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func strengthZeroIsTheInputAndHalfIsHalfway() throws {
+        let (w, h) = (200, 120)
+        let src = Self.photo("chelsea.png", width: w, height: h, count: 3)
+        let (input, _) = try Self.frames(src, nil, width: w, height: h)
+        let (zero, r0) = try Self.frames(src, "lensstylize inference-size=128 strength=0", width: w, height: h)
+        let (full, r1) = try Self.frames(src, "lensstylize inference-size=128 strength=1", width: w, height: h)
+        let (half, r2) = try Self.frames(src, "lensstylize inference-size=128 strength=0.5", width: w, height: h)
+        for r in [r0, r1, r2] { #expect(r.status == 0, "\(r.stderr)") }
+        try #require(input.count == 3 && zero.count == 3 && full.count == 3 && half.count == 3)
+        #expect(zero == input, "strength 0 must give the input back exactly")
+        #expect(Self.meanAbsoluteDifference(full[0], input[0]) > 20)
+        let worst = (0..<input[0].count).map { i in abs(2 * Int(half[0][i]) - Int(full[0][i]) - Int(input[0][i])) }.max() ?? 99
+        #expect(worst <= 2, "strength 0.5 is halfway between input and full style (within rounding); worst 2x error \(worst)")
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)),
+          arguments: [(320, 240), (640, 360), (240, 400), (100, 60)])
+    func anyFrameSizeAndAspectRatio(_ w: Int, _ h: Int) throws {
+        let src = Self.photo(width: w, height: h, count: 3)
+        let (input, _) = try Self.frames(src, nil, width: w, height: h)
+        let (styled, r) = try Self.frames(src, "lensstylize inference-size=128", width: w, height: h)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(styled.count == 3, "\(w)x\(h): \(styled.count) frames out")
+        if let a = input.first, let b = styled.first {
+            #expect(Self.meanAbsoluteDifference(a, b) > 15)
+            #expect(Self.edgeCorrelation(a, b, width: w, height: h) > 0.2)
+        }
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func fileInEveryFrameOutAudioKept() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.mp4").path, output = dir.appendingPathComponent("out.mp4").path
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        ffmpeg.arguments = ["-v", "error", "-y", "-loop", "1", "-framerate", "15", "-t", "2", "-i", CLI.packageRoot.appendingPathComponent(".deps/media/coffee.png").path,
+                            "-f", "lavfi", "-t", "2", "-i", "sine=frequency=440:sample_rate=44100",
+                            "-vf", "scale=320:240,format=yuv420p", "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac", "-shortest", input]
+        try ffmpeg.run()
+        ffmpeg.waitUntilExit()
+        try #require(ffmpeg.terminationStatus == 0)
+        let r = try CLI.run(["run", "stylize-file", "INPUT=\(input)", "OUTPUT=\(output)", "SIZE=128"], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(output) == countFrames(input))
+        #expect(countFrames(output) == 30)
+        let streams = probeStreams(output), inStreams = probeStreams(input)
+        #expect(streams.map(\.codec) == ["h264", "aac"])
+        #expect(streams.first?.rate == "15/1")
+        for (a, b) in zip(streams, inStreams) {
+            #expect(abs(a.duration - b.duration) < 0.05, "\(a.codec): \(a.duration) s out vs \(b.duration) s in")
+        }
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func controlCommandChangesStrengthMidStream() throws {
+        let (w, h) = (160, 120)
+        // identity sync=true plays the 40 frames in real time (4 s) so the command lands
+        // mid-stream; it also answers the latency query as live, hence --mode lossless.
+        let src = Self.photo(width: w, height: h, count: 40) + " ! identity sync=true"
+        let (input, _) = try Self.frames(Self.photo(width: w, height: h, count: 1), nil, width: w, height: h)
+        let (out, r) = try Self.frames(src, "lensstylize name=style inference-size=128", width: w, height: h,
+                                       input: [(2.0, "set style strength=7"), (2.1, "set strength=0"), (2.2, "get style strength")],
+                                       extraArgs: ["--mode", "lossless", "--control", "-"])
+        #expect(r.status == 0, "\(r.stderr)")
+        try #require(out.count == 40 && input.count == 1, "\(out.count) frames out: \(r.stderr)")
+        #expect(r.stderr.contains("control: error: style: property strength=7.0 is out of range 0.0…1.0"), "\(r.stderr)")
+        #expect(r.stderr.contains("control: set strength=0"), "\(r.stderr)")
+        #expect(r.stderr.contains("control: 0\n"), "\(r.stderr)")
+        let changed = out.map { Self.meanAbsoluteDifference($0, input[0]) > 10 }
+        // Stylized before the command, the input itself after it, and one switch between.
+        #expect(changed.prefix(5).allSatisfy { $0 } && changed.suffix(5).allSatisfy { !$0 }, "\(changed)")
+        #expect(zip(changed, changed.dropFirst()).filter { $0 != $1 }.count == 1, "\(changed)")
+        #expect(out.last == input[0])
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func controlSocketSwitchesDeviceAndStyleWithoutStopping() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("control.sock").path
+        let script = dir.appendingPathComponent("client.py").path
+        // A client as a user would write one: Python's socket module, one reply per line.
+        try """
+            import socket, sys, time
+            path = sys.argv[1]
+            for _ in range(100):
+                try:
+                    s = socket.socket(socket.AF_UNIX); s.connect(path); break
+                except OSError:
+                    time.sleep(0.1)
+            f = s.makefile("rw")
+            time.sleep(2)  # let the pipeline start: changes sent together are applied (or refused) together
+            for line in ["set device=AUTO", "set style-image=/nonexistent.png", "set bogus=1", "get device", "list"]:
+                f.write(line + "\\n"); f.flush()
+                print(line, "->", f.readline().strip(), flush=True)
+                time.sleep(0.8)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        client.arguments = [script, socket]
+        let clientOut = dir.appendingPathComponent("client.out")
+        FileManager.default.createFile(atPath: clientOut.path, contents: nil)
+        client.standardOutput = try FileHandle(forWritingTo: clientOut)
+        try client.run()
+        let (w, h) = (160, 120)
+        let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: 80) + " ! identity sync=true", "lensstylize inference-size=128",
+                                       width: w, height: h, extraArgs: ["--mode", "lossless", "--control", socket])
+        client.waitUntilExit()
+        let replies = try String(contentsOf: clientOut, encoding: .utf8)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(out.count == 80, "every frame out while models were swapped")
+        #expect(replies.contains("set device=AUTO -> ok"), "\(replies)")
+        #expect(replies.contains("set bogus=1 -> error: lensstylize0 has no property bogus"), "\(replies)")
+        #expect(replies.contains("get device -> AUTO"), "\(replies)")
+        #expect(replies.contains("list -> lensstylize0 (lensstylize): model=Models/magenta-style.json style-image= strength=1"), "\(replies)")
+        #expect(r.stderr.contains("now using Models/magenta-style.json on AUTO"), "\(r.stderr)")
+        #expect(r.stderr.contains("warning: lensstylize0: image /nonexistent.png not found; keeping Models/magenta-style.json on AUTO"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the end")
+    }
+
+    // MARK: bad input
+
+    /// A copy of the Magenta manifest with absolute model paths and `edit` applied.
+    static func magentaManifest(in dir: URL, _ edit: (inout [String: Any]) -> Void) throws -> String {
+        let data = try Data(contentsOf: CLI.packageRoot.appendingPathComponent("Models/magenta-style.json"))
+        var json = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+        json["model"] = magentaFolder.appendingPathComponent("style_transfer_f16_384.tflite").path
+        var style = json["style"] as! [String: Any]
+        style["model"] = magentaFolder.appendingPathComponent("style_predict_quantized_256.tflite").path
+        style["image"] = magentaFolder.appendingPathComponent("munch_scream.jpg").path
+        json["style"] = style
+        edit(&json)
+        let path = dir.appendingPathComponent("m\(UUID().uuidString.prefix(6)).json").path
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func badModelsAndStyleImages() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let noDefault = try Self.magentaManifest(in: dir) { json in
+            var style = json["style"] as! [String: Any]
+            style.removeValue(forKey: "image")
+            json["style"] = style
+        }
+        let wrongLayout = try Self.magentaManifest(in: dir) { json in
+            var input = json["input"] as! [String: Any]
+            input["layout"] = "NCHW"
+            json["input"] = input
+        }
+        let notAnImage = dir.appendingPathComponent("notes.jpg").path
+        try "not a picture".write(toFile: notAnImage, atomically: true, encoding: .utf8)
+        let cases: [(String, String)] = [
+            ("model=\(noDefault)", "\(noDefault) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy"),
+            ("model=\(noDefault) style-image=/nope/scream.jpg", "image /nope/scream.jpg not found"),
+            ("style-image=\(notAnImage)", "image \(notAnImage) cannot be decoded as a picture"),
+            ("model=\(wrongLayout)", "the model's image input has 384 channels in NCHW layout; StreamLens feeds 3-channel colour pictures"),
+            ("model=Models/face-short-range.json", "Models/face-short-range.json describes a detector (decoder 'blazeface'), not an image-to-image model; use it with lensdetect"),
+            ("model=Models/nope.json", "model manifest Models/nope.json not found"),
+            ("inference-size=big", "inference-size=big: sides must be whole numbers in 16…4096"),
+            ("device=TPU", "device TPU is not available here"),
+        ]
+        for (properties, message) in cases {
+            let r = try CLI.run(["run", "videotestsrc num-buffers=3 ! video/x-raw,width=64,height=48 ! videoconvert ! lensstylize \(properties) ! fakesink"])
+            #expect(r.status == 1, "\(properties): \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(properties): expected '\(message)' in \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("error:") }.count == 1, "one error line: \(r.stderr)")
+        }
+        // Magenta's transfer network given as a detector: refused by lensdetect with the reverse advice.
+        let r = try CLI.run(["run", "videotestsrc num-buffers=3 ! videoconvert ! lensdetect model=Models/magenta-style.json ! fakesink"])
+        #expect(r.status == 1 && r.stderr.contains("describes an image-to-image model (decoder 'image'), not a detector; use it with lensstylize"), "\(r.stderr)")
+    }
+}
