@@ -217,6 +217,37 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the end")
     }
 
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func smoothingReducesFlickerOnAStillNoisyScene() throws {
+        let (w, h, n) = (160, 120, 20)
+        let (still, _) = try Self.frames(Self.photo(width: w, height: h, count: 1), nil, width: w, height: h)
+        try #require(still.count == 1)
+        // A still scene with sensor-like noise: ±12 levels, different in every frame.
+        var seed: UInt64 = 42
+        func noise() -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % 25) - 12
+        }
+        var raw = [UInt8]()
+        for _ in 0..<n { raw += still[0].map { UInt8(clamping: Int($0) + noise()) } }
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("noisy.rgb").path
+        try Data(raw).write(to: URL(fileURLWithPath: input))
+        let src = "filesrc location=\(input) ! rawvideoparse width=\(w) height=\(h) format=rgb framerate=10/1"
+        func flicker(_ frames: [[UInt8]]) -> Double {
+            zip(frames, frames.dropFirst()).map { Self.meanAbsoluteDifference($0, $1) }.reduce(0, +) / Double(frames.count - 1)
+        }
+        let (plain, r0) = try Self.frames(src, "lensstylize inference-size=128", width: w, height: h)
+        let (smooth, r1) = try Self.frames(src, "lensstylize inference-size=128 smoothing=0.8", width: w, height: h)
+        #expect(r0.status == 0 && r1.status == 0, "\(r0.stderr)\(r1.stderr)")
+        try #require(plain.count == n && smooth.count == n)
+        let a = flicker(plain), b = flicker(smooth)
+        #expect(b < 0.6 * a, "flicker (mean absolute change between frames): \(a) without smoothing, \(b) with 0.8")
+        // Still stylized, not frozen on the first frame's noise.
+        #expect(Self.meanAbsoluteDifference(smooth[n - 1], still[0]) > 15)
+    }
+
     // MARK: bad input
 
     /// A copy of the Magenta manifest with absolute model paths and `edit` applied.
