@@ -173,4 +173,18 @@ import Testing
         let none = try CLI.run([])
         #expect(none.status == 2)
     }
+
+    /// Every stage's example (shown by `streamlens stages` and in its doc comment) runs.
+    @Test func everyStagesExampleRuns() throws {
+        let stages = try CLI.run(["stages"])
+        let examples = stages.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let r = line.range(of: "example: streamlens run '") else { return nil }
+            return String(line[r.upperBound...].dropLast())
+        }
+        #expect(examples.count >= 3, "\(stages.stdout)")
+        for example in examples where magentaAvailable || !example.contains("lensstylize") {
+            let r = try CLI.run(["run", "-q", example])
+            #expect(r.status == 0, "\(example): \(r.stderr)")
+        }
+    }
 }
