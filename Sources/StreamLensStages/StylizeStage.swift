@@ -220,7 +220,7 @@ public final class StylizeStage: Stage {
     /// Builds the replacement on its own thread; `applyFinishedReloads` swaps it in between frames.
     private func startReload(_ configuration: StylizerConfiguration) {
         let engine = self.engine, results = self.reloads
-        let size = format.map(inferenceSize)
+        let frameSize = format.map { (width: $0.width, height: $0.height) }
         let styleOnly = configuration.differsOnlyInStyle(from: stylizer.configuration)
         let manifest = stylizer.manifest
         notices.append(StageNotice(.info, "loading \(describe(configuration))…"))
@@ -238,7 +238,13 @@ public final class StylizeStage: Stage {
                 } else {
                     let stylizer = try Stylizer(configuration, engine: engine)
                     try engine.checkDevice(configuration.options.device)
-                    if let size { _ = try stylizer.model(width: size.width, height: size.height) }
+                    // Compile for the current frames here, not on the first frame after the swap.
+                    if let frameSize {
+                        let size = configuration.inferenceSize.resolve(frameWidth: frameSize.width, frameHeight: frameSize.height,
+                                                                      manifestWidth: stylizer.manifest.input.width,
+                                                                      manifestHeight: stylizer.manifest.input.height)
+                        _ = try stylizer.model(width: size.width, height: size.height)
+                    }
                     result = .stylizer(Handoff(stylizer))
                 }
             } catch {
