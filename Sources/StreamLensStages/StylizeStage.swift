@@ -67,13 +67,17 @@ public final class StylizeStage: Stage {
     private var inferenceTimes: [Double] = []
     private var frameTimes: [Double] = []
     private var shrinkTimes: [Double] = [], convertTimes: [Double] = [], blendTimes: [Double] = []
+    /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
+    private var startupMilliseconds = (style: 0.0, compile: 0.0)
 
     public init(settings: StageSettings) throws {
         self.settings = settings
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
         let configuration = try Self.configuration(from: settings)
         do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
+        let started = DispatchTime.now().uptimeNanoseconds
         stylizer = try Stylizer(configuration, engine: engine)
+        startupMilliseconds.style = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
         wanted = configuration
     }
 
@@ -94,7 +98,9 @@ public final class StylizeStage: Stage {
         }
         self.format = format
         // Compile now, so a model that cannot run fails the start rather than the first frame.
+        let started = DispatchTime.now().uptimeNanoseconds
         _ = try stylizer.model(width: inferenceSize(format).width, height: inferenceSize(format).height)
+        if startupMilliseconds.compile == 0 { startupMilliseconds.compile = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6 }
         history = []
         previousSmall = []
     }
@@ -307,8 +313,9 @@ public final class StylizeStage: Stage {
         guard !frameTimes.isEmpty else { return nil }
         func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
-        return String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d)",
-                      median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count)
+        return String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
+                      median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
+                      startupMilliseconds.style, startupMilliseconds.compile)
     }
 }
 
