@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test bench-bridge bench-detect clean
+.PHONY: setup build demo test bench-bridge bench-detect bench-stylize clean
 
 setup:
 	@tools/setup.sh
@@ -34,6 +34,12 @@ bench-bridge: build
 # 720p face clip, ending in x264enc and in fakesink (bench/detect.sh; RUNS=3 by default).
 bench-detect: build
 	bench/detect.sh $(BIN_RELEASE)
+
+# lensstylize (Magenta style transfer at 320x180) on a 720p clip of photos versus OpenVINO's raw
+# inference (benchmark_app), the bare bridge and a Python peer, ending in x264enc and in fakesink;
+# fps at 640x480; flicker with and without smoothing (bench/stylize.sh; RUNS=3 by default).
+bench-stylize: build
+	bench/stylize.sh $(BIN_RELEASE)
 
 clean:
 	rm -rf .build out
