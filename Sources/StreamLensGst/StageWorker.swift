@@ -124,6 +124,8 @@ final class StageWorker: @unchecked Sendable {
                               index: statistics.framesIn - 1, pixels: pixels)
             let outcome = stage.process(frame)
             postNotices()
+            // A stage whose cost is only known once it runs (a model) may raise its latency.
+            if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
             switch outcome {
             case .forward:
                 // push_sample does not take the sample; it sets the caps on appsrc when they

@@ -133,8 +133,11 @@ public final class InferenceEngine: @unchecked Sendable {
     /// width → `input`'s, reshaping a fixed-size model when they differ), adds pre-processing from
     /// `frame` to `input`, and compiles it. A model with several inputs names its image input in
     /// `input.name`; the others keep their shapes and are set with `ImageModel.setInput`.
+    ///
+    /// `resizable`: a model with a fixed input size may be reshaped to `input`'s size (image-to-image
+    /// models run at a chosen size); otherwise a fixed size that differs from `input` is an error.
     public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
-                               options: InferenceOptions) throws -> ImageModel {
+                               options: InferenceOptions, resizable: Bool = false) throws -> ImageModel {
         guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
         guard let colorFormat = frame.colorFormat else {
             throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
@@ -156,7 +159,7 @@ public final class InferenceEngine: @unchecked Sendable {
             }
             imageIndex = 0
         }
-        try makeStatic(model!, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input)
+        try makeStatic(model!, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable)
 
         var ppp: OpaquePointer?
         try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")
@@ -224,7 +227,7 @@ public final class InferenceEngine: @unchecked Sendable {
     /// Batch → 1 when dynamic (otherwise inference "succeeds" on an empty tensor); height and
     /// width → `input`'s, by reshaping when they are dynamic or differ; a dynamic channel count
     /// → 3. A model that cannot take that size is refused with a message saying so.
-    private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput) throws {
+    private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput, resizable: Bool) throws {
         var port: OpaquePointer?
         try check(ov_model_const_input_by_index(model, index, &port), "ov_model_const_input_by_index")
         defer { ov_output_const_port_free(port) }
@@ -248,7 +251,13 @@ public final class InferenceEngine: @unchecked Sendable {
             default: return current[i].0 == current[i].1 ? current[i].0 : 3
             }
         }
-        if !ov_partial_shape_is_dynamic(partial) && current.map(\.0) == dims { return }
+        let was = current.map { $0.0 == $0.1 ? String($0.0) : "?" }.joined(separator: ",")
+        if !ov_partial_shape_is_dynamic(partial) {
+            if current.map(\.0) == dims { return }
+            guard resizable else {
+                throw InferenceError("the model's image input is [\(was)] but the manifest says \(input.width)x\(input.height) \(input.layout)")
+            }
+        }
         var fixed = ov_partial_shape_t()
         try check(ov_partial_shape_create_static(4, &dims, &fixed), "ov_partial_shape_create_static")
         defer { ov_partial_shape_free(&fixed) }
@@ -259,8 +268,10 @@ public final class InferenceEngine: @unchecked Sendable {
                 try check(ov_model_reshape_single_input(model, fixed), "ov_model_reshape_single_input")
             }
         } catch let error as InferenceError {
-            let was = current.map { $0.0 == $0.1 ? String($0.0) : "?" }.joined(separator: ",")
-            throw InferenceError("the model's image input [\(was)] cannot take \(input.width)x\(input.height) (\(error.message))")
+            // OpenVINO's text names the shape check that failed deep inside the graph: its first
+            // line is enough.
+            let detail = error.message.split(separator: "\n").first.map(String.init) ?? error.message
+            throw InferenceError("the model's image input [\(was)] cannot take \(input.width)x\(input.height) (\(detail))")
         }
     }
 

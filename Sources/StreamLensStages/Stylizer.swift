@@ -114,7 +114,7 @@ final class Stylizer {
         let model: ImageModel
         do {
             model = try engine.loadImageModel(path: manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
-                                              region: .whole, options: configuration.options)
+                                              region: .whole, options: configuration.options, resizable: true)
         } catch let error as InferenceError {
             throw StageError("\(path): \(error.message)")
         }

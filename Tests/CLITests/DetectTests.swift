@@ -201,7 +201,7 @@ import Testing
         let cases: [(String, String)] = [
             ("model=/nonexistent/face.json", "d: model manifest /nonexistent/face.json not found"),
             ("model=\(wrongDecoder)", "decoder 'yolo'"),
-            ("model=\(mismatched)", "896"),
+            ("model=\(mismatched)", "the model's image input is [1,192,192,3] but the manifest says 128x128 NHWC"),
             ("device=NPU", "device NPU is not available here (available: CPU"),
             ("color=green", "property color=green is not a #rrggbb colour"),
         ]
@@ -211,7 +211,7 @@ import Testing
         if FileManager.default.fileExists(atPath: style) {
             let notDetector = dir.appendingPathComponent("not-a-detector.json").path
             try manifest.replacingOccurrences(of: "face_detection_short_range.tflite", with: style).write(toFile: notDetector, atomically: true, encoding: .utf8)
-            all.append(("model=\(notDetector)", "error: d: \(notDetector): the model's outputs (mobilenet_conv/Conv/BiasAdd [1, 1, 1, 100]) include neither"))
+            all.append(("model=\(notDetector)", "error: d: \(notDetector): the model's image input is [1,256,256,3] but the manifest says 128x128 NHWC"))
         }
         for (props, message) in all {
             let r = try CLI.run(["run", "-q", base + props + " ! fakesink"], timeout: 30)

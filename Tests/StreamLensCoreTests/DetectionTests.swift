@@ -405,7 +405,7 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
     @Test func unknownDecoder() throws {
         let path = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""name": "blazeface""#, with: #""name": "yolo""#))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(throws: StageError("model manifest \(path) names decoder 'yolo'; known decoders: blazeface")) {
+        #expect(throws: StageError("model manifest \(path) names decoder 'yolo'; known decoders: blazeface, image")) {
             try ModelManifest.load(path: path)
         }
     }
@@ -413,14 +413,14 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
     @Test func badJSONNamesTheKey() throws {
         let missing = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""num_coords": 16,"#, with: ""))
         defer { try? FileManager.default.removeItem(atPath: missing) }
-        #expect(throws: StageError("model manifest \(missing) is not valid: missing key decoder.blazeFace!.num_coords")) {
+        #expect(throws: StageError("model manifest \(missing) is not valid: missing key decoder.parameters.num_coords")) {
             try ModelManifest.load(path: missing)
         }
 
         let badOrder = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""box_order": "xywh""#, with: #""box_order": "xyzw""#))
         defer { try? FileManager.default.removeItem(atPath: badOrder) }
         let orderError = #expect(throws: StageError.self) { try ModelManifest.load(path: badOrder) }
-        #expect(orderError?.message.contains("decoder.blazeFace!.box_order") == true, "\(orderError?.message ?? "")")
+        #expect(orderError?.message.contains("decoder.parameters.box_order") == true, "\(orderError?.message ?? "")")
 
         let badType = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""width": 128"#, with: #""width": "wide""#))
         defer { try? FileManager.default.removeItem(atPath: badType) }
