@@ -107,6 +107,7 @@ typedef struct {
     GDestroyNotify release;
     GstClockTime latency;     // atomic
     guint64 arrived;          // atomic
+    gint downstream_flow;     // atomic: GST_FLOW_OK, or what downstream returned (EOS…)
     GList *pending_tags;      // guarded by lock
     gboolean has_pending_tags; // atomic
 } SLStage;
@@ -215,10 +216,45 @@ static gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
     return gst_pad_query_default(pad, parent, query);
 }
 
+// Counts buffers arriving (live-mode drops are arrivals minus frames pulled). Once downstream
+// of the stage has answered EOS (a sink that wanted N frames, `pngenc snapshot=true`) or an
+// error, buffers are refused with that answer, as a plain element's chain function would
+// return it: upstream then stops and sends EOS, and the pipeline can end.
 static GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
-    (void)pad; (void)info;
-    __atomic_add_fetch(&((SLStage *)data)->arrived, 1, __ATOMIC_RELAXED);
+    (void)pad;
+    SLStage *self = data;
+    gint flow = __atomic_load_n(&self->downstream_flow, __ATOMIC_RELAXED);
+    if (flow != GST_FLOW_OK) {
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+        GST_PAD_PROBE_INFO_DATA(info) = NULL;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(info) = (GstFlowReturn)flow;
+        return GST_PAD_PROBE_HANDLED;
+    }
+    __atomic_add_fetch(&self->arrived, 1, __ATOMIC_RELAXED);
     return GST_PAD_PROBE_OK;
+}
+
+// End-of-stream leaving the stage's appsrc (downstream answered EOS or failed, and the appsrc's
+// task sent EOS and stopped; or its segment ended): nothing pushed from now on goes anywhere.
+// Refuse further input with EOS and let a worker blocked on a full appsrc go on (an unbounded
+// queue wakes it; it pushes nothing more).
+static GstPadProbeReturn sl_watch_src_eos(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    SLStage *self = data;
+    if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS) {
+        gint ok = GST_FLOW_OK;
+        __atomic_compare_exchange_n(&self->downstream_flow, &ok, (gint)GST_FLOW_EOS, FALSE, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        gst_app_src_set_max_buffers(GST_APP_SRC(self->appsrc), 0);
+    }
+    return GST_PAD_PROBE_OK;
+}
+
+GstFlowReturn sl_stage_downstream_flow(GstElement *stage) {
+    return (GstFlowReturn)__atomic_load_n(&((SLStage *)stage)->downstream_flow, __ATOMIC_RELAXED);
+}
+
+void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow) {
+    __atomic_store_n(&((SLStage *)stage)->downstream_flow, (gint)flow, __ATOMIC_RELAXED);
 }
 
 // Tags (title, orientation, …) stop at the appsink; hand each one to the appsrc, which sends
@@ -295,6 +331,7 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
+    gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
     gst_object_unref(sinkpad);
     gst_object_unref(srcpad);
     gst_pad_set_query_function(self->srcpad, sl_src_query);

@@ -36,6 +36,7 @@ final class StageWorker: @unchecked Sendable {
     private var statistics = FrameStatistics()
     private var live = false
     private var reportedLatency: UInt64 = 0
+    private var downstreamDone = false
 
     init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
         self.element = element
@@ -54,6 +55,7 @@ final class StageWorker: @unchecked Sendable {
     }
 
     func start() {
+        sl_stage_set_downstream_flow(element, GST_FLOW_OK)
         if requestedMode != .auto { setLive(requestedMode == .live) }
         updateLatency(post: false)
         let thread = Thread { [self] in
@@ -107,6 +109,12 @@ final class StageWorker: @unchecked Sendable {
                 continue
             }
             let pixels = SamplePixels(taking: sample)
+            // Downstream is done (EOS or an error): drop what is still queued until upstream,
+            // now refused with the same answer, ends the stream.
+            if downstreamDone || sl_stage_downstream_flow(element) != GST_FLOW_OK {
+                downstreamDone = true
+                continue
+            }
             if first {
                 first = false
                 if requestedMode == .auto { setLive(sl_stage_upstream_is_live(element) != 0) }
@@ -133,7 +141,11 @@ final class StageWorker: @unchecked Sendable {
                 let flow = gst_app_src_push_sample(appsrc, pixels.sample)
                 sl_stage_flush_tags(element)
                 statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
-                if flow != GST_FLOW_OK { return } // flushing (stopping) or downstream error
+                if flow == GST_FLOW_FLUSHING { return } // stopping
+                if flow != GST_FLOW_OK {
+                    sl_stage_set_downstream_flow(element, flow)
+                    downstreamDone = true
+                }
             case .drop:
                 statistics.addDropped(1)
             }

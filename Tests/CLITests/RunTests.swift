@@ -97,6 +97,24 @@ import Testing
         }
     }
 
+    /// Downstream of a stage ends the stream early (a sink that wants one picture, an element
+    /// that stops after N frames): the stage passes the EOS answer upstream like any element,
+    /// so the run ends instead of waiting for ever.
+    @Test func downstreamEndOfStreamEndsTheRun() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let png = dir.appendingPathComponent("snap.png").path
+        let snap = try CLI.run(["run", "videotestsrc num-buffers=200 ! videoconvert ! lenspass ! pngenc snapshot=true ! filesink location=\(png)"], timeout: 30)
+        #expect(!snap.timedOut && snap.status == 0, "\(snap.stderr)")
+        #expect(((try? FileManager.default.attributesOfItem(atPath: png)[.size] as? Int) ?? 0) > 1000)
+        // An endless source: only the EOS answer coming back through the stage can end it.
+        let counted = try CLI.run(["run", "videotestsrc ! videoconvert ! lenspass ! identity eos-after=10 ! fakesink"], timeout: 30)
+        #expect(!counted.timedOut && counted.status == 0, "\(counted.stderr)")
+        // The frames already in the bridge's queues when the answer came are processed too.
+        let summary = counted.stderr.split(separator: "\n").first { $0.hasPrefix("lenspass0:") }.flatMap { StageSummary(line: String($0)) }
+        #expect(summary.map { (10...10 + 2 * 4 + 1).contains($0.framesIn) } == true, "\(counted.stderr)")
+    }
+
     @Test func secondInterruptAborts() throws {
         // EOS has to wait 3 s behind the slow stage; the second Ctrl-C must not.
         let r = try CLI.run(["run", "videotestsrc is-live=true ! lenspass delay=3000 ! fakesink"],

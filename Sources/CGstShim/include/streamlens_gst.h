@@ -113,6 +113,9 @@ guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
 void sl_stage_flush_tags(GstElement *stage);
 // Buffers that reached the stage's appsink (pulled + dropped).
 guint64 sl_stage_buffers_arrived(GstElement *stage);
+// What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see shim.c).
+void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
+GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
 // Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
 GstClockTime sl_element_running_time_now(GstElement *element);
 
