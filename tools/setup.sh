@@ -10,6 +10,10 @@
 #   3. MediaPipe's BlazeFace models taken out of the mediapipe==0.10.21 wheel (downloaded, not
 #      installed; later wheels no longer carry them) into Models/, with the wheel's licence.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
+#   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
+#      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
+#      and Tests/Python run with PYTHONPATH=.deps/python (plus .deps/openvino for OpenVINO's
+#      Python API, whose only import-time need is numpy).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -123,6 +127,31 @@ if [ $need = 1 ]; then
   mkdir -p "$MEDIA"
   cp "$tmp"/skimage/data/* "$MEDIA/"
   rm -rf "$tmp"
+fi
+
+# --- 5. Python packages for the tools ------------------------------------------------------
+# Exactly what `import coremltools` (with NeuralNetworkBuilder) and `import onnx` need, found by
+# importing them with no site-packages (python3 -S): coremltools' declared torch-free
+# requirements minus `pyaml` (only `yaml` is imported), plus onnx 1.17 (it needs only numpy and
+# protobuf; later ones add ml_dtypes). protobuf 5.x reads coremltools' 3.x-era generated code;
+# sympy wants mpmath < 1.4.
+PYTHON_PACKAGES=(
+  coremltools==8.3.0 onnx==1.17.0 numpy==2.2.6 protobuf==5.29.5
+  sympy==1.14.0 mpmath==1.3.0 packaging==26.4 attrs==26.1.0 cattrs==26.2.1
+  typing_extensions==4.16.0 tqdm==4.70.1 pyyaml==6.0.4
+)
+PYDEPS="$DEPS/python"
+PY_MARKER="$PYDEPS/.versions"
+if [ "$(cat "$PY_MARKER" 2>/dev/null)" != "${PYTHON_PACKAGES[*]}" ]; then
+  say "pip install ${PYTHON_PACKAGES[*]} into $PYDEPS"
+  wheels=()
+  for p in "${PYTHON_PACKAGES[@]}"; do wheels+=("$(wheel "${p%%==*}" "${p##*==}")"); done
+  rm -rf "$PYDEPS"
+  "$PY" -m pip install -q --root-user-action=ignore --no-deps --no-index --only-binary=:all: --target "$PYDEPS" "${wheels[@]}"
+  # coremltools prints "Failed to load _MLModelProxy" on Linux (no Core ML runtime): harmless.
+  out=$(PYTHONPATH="$PYDEPS" "$PY" -S -c 'import coremltools.models.neural_network, onnx.checker' 2>&1) \
+    || { printf '%s\nsetup: the packages in %s do not import\n' "$out" "$PYDEPS" >&2; exit 1; }
+  echo "${PYTHON_PACKAGES[*]}" >"$PY_MARKER"
 fi
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"

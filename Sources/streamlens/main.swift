@@ -9,6 +9,7 @@ let usage = """
     usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--control -|SOCKET] SPEC [NAME=value …]
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
+           streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
            streamlens --help | --version
 
     SPEC is a gst-launch-1.0 pipeline in which StreamLens stages (lens…) appear like elements,
@@ -137,6 +138,7 @@ switch command {
 case "run": exit(runCommand(arguments))
 case "inspect": exit(inspectCommand(arguments))
 case "stages": exit(stagesCommand(arguments))
+case "import": exit(importCommand(arguments))
 case "-h", "--help", "help": printOut(usage); exit(0)
 case "--version":
     initialize()

@@ -1,0 +1,62 @@
+import Foundation
+
+/// `streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]`: a Core ML NeuralNetwork
+/// image-to-image model (Create ML's style transfer) to ONNX plus a model manifest.
+///
+/// The conversion is Python, `tools/coreml_import.py`, on coremltools' spec classes and onnx
+/// from `.deps/python` (installed by tools/setup.sh): this finds the project, runs the script
+/// with that PYTHONPATH and the interpreter set-up used (`$PYTHON`, else python3), lets its
+/// output through and returns its exit code (0 written, 1 not convertible, 2 bad arguments).
+func importCommand(_ args: [String]) -> Int32 {
+    if args.isEmpty {
+        FileHandle.standardError.write(Data("streamlens: import needs a model: streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]\n".utf8))
+        return 2
+    }
+    guard let root = importToolRoot() else {
+        FileHandle.standardError.write(Data("""
+            streamlens: import: cannot find tools/coreml_import.py in the current directory or above \
+            the streamlens executable; run it from the StreamLens checkout\n
+            """.utf8))
+        return 1
+    }
+    let packages = root.appendingPathComponent(".deps/python")
+    guard FileManager.default.fileExists(atPath: packages.appendingPathComponent("coremltools").path) else {
+        FileHandle.standardError.write(Data("""
+            streamlens: import needs coremltools and onnx in \(packages.path): run tools/setup.sh (make setup) first\n
+            """.utf8))
+        return 1
+    }
+    var environment = ProcessInfo.processInfo.environment
+    environment["PYTHONPATH"] = [packages.path, environment["PYTHONPATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [environment["PYTHON"] ?? "python3", root.appendingPathComponent("tools/coreml_import.py").path] + args
+    process.environment = environment
+    // Standard input, output and error are inherited: the script talks to the user directly.
+    do {
+        try process.run()
+    } catch {
+        FileHandle.standardError.write(Data("streamlens: import: cannot start python3: \(error)\n".utf8))
+        return 1
+    }
+    process.waitUntilExit()
+    if process.terminationReason == .uncaughtSignal { return 128 + process.terminationStatus }
+    return process.terminationStatus
+}
+
+/// The StreamLens checkout holding the importer: the current directory if it has
+/// tools/coreml_import.py, else the nearest directory above the running executable that has it
+/// (`.build/debug/streamlens` lives inside the checkout).
+func importToolRoot() -> URL? {
+    let fm = FileManager.default
+    let script = "tools/coreml_import.py"
+    let cwd = URL(fileURLWithPath: fm.currentDirectoryPath)
+    if fm.fileExists(atPath: cwd.appendingPathComponent(script).path) { return cwd }
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var dir = executable.deletingLastPathComponent()
+    while dir.path != "/" && !dir.path.isEmpty {
+        if fm.fileExists(atPath: dir.appendingPathComponent(script).path) { return dir }
+        dir = dir.deletingLastPathComponent()
+    }
+    return nil
+}
