@@ -26,6 +26,13 @@ struct CLI {
     /// control channel's `--control -`); without them stdin is /dev/null.
     static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
                     input: [(after: Double, line: String)] = [], executable: String = "streamlens") throws -> Result {
+        try spawn(binary.deletingLastPathComponent().appendingPathComponent(executable), args, timeout: timeout, signals: signals, input: input)
+    }
+
+    /// Runs any program (`run` for ours) and collects what it printed and how it exited.
+    static func spawn(_ executable: URL, _ args: [String], environment: [String: String]? = nil, in directory: URL = packageRoot,
+                      timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
+                      input: [(after: Double, line: String)] = []) throws -> Result {
         // Output goes to files, not pipes: a pipe's reader waits for every process that inherited
         // its write end (other tests' children too), a file does not.
         let dir = try scratchDirectory()
@@ -36,9 +43,10 @@ struct CLI {
         let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         defer { try? out.close(); try? err.close() }
         let process = Process()
-        process.executableURL = binary.deletingLastPathComponent().appendingPathComponent(executable)
+        process.executableURL = executable
         process.arguments = args
-        process.currentDirectoryURL = packageRoot
+        if let environment { process.environment = environment }
+        process.currentDirectoryURL = directory
         process.standardOutput = out
         process.standardError = err
         let stdin = input.isEmpty ? nil : Pipe()

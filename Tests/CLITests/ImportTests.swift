@@ -11,40 +11,12 @@ import Testing
     /// Runs a program with the project's Python path (.deps/python, .deps/openvino) from `directory`.
     /// Output goes to files, as in CLI.run.
     static func spawn(_ executable: String, _ args: [String], in directory: URL = root, timeout: Double = 900) throws -> CLI.Result {
-        let scratch = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let outURL = scratch.appendingPathComponent("stdout"), errURL = scratch.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        defer { try? out.close(); try? err.close() }
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = ["python", "openvino"].map { root.appendingPathComponent(".deps/\($0)").path }.joined(separator: ":")
         environment["PYTHONDONTWRITEBYTECODE"] = "1"  // no __pycache__ in the work tree
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
-        process.arguments = executable.hasPrefix("/") ? args : [executable] + args
-        process.environment = environment
-        process.currentDirectoryURL = directory
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let start = Date()
-        var timedOut = false
-        while process.isRunning {
-            if Date().timeIntervalSince(start) > timeout {
-                timedOut = true
-                kill(process.processIdentifier, SIGKILL)
-                break
-            }
-            usleep(50_000)
-        }
-        process.waitUntilExit()
-        return CLI.Result(status: process.terminationStatus,
-                          stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
-                          stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self),
-                          timedOut: timedOut)
+        let path = executable.hasPrefix("/") ? executable : "/usr/bin/env"
+        return try CLI.spawn(URL(fileURLWithPath: path), executable.hasPrefix("/") ? args : [executable] + args,
+                             environment: environment, in: directory, timeout: timeout)
     }
 
     /// A JSON array of numbers (integers or not) as doubles.
@@ -112,6 +84,14 @@ import Testing
         #expect(parameters["color_order"] as? String == "RGB")
         #expect(Self.numbers(parameters["value_range"]) == [0, 255])
         #expect(parameters["layout"] as? String == "NCHW")
+        // The imported model runs in the stage: every frame out, the picture changed.
+        let (w, h) = (80, 64)
+        let (original, _) = try StylizeTests.frames(StylizeTests.photo(width: w, height: h, count: 1), nil, width: w, height: h)
+        let (styled, run) = try StylizeTests.frames(StylizeTests.photo(width: w, height: h, count: 3),
+                                                    "lensstylize model=\(dir.appendingPathComponent("styles/starry.json").path)", width: w, height: h)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(styled.count == 3 && original.count == 1)
+        if let a = original.first, let b = styled.first { #expect(StylizeTests.meanAbsoluteDifference(a, b) > 10) }
     }
 
     /// Run from elsewhere, the command finds the checkout above its own executable.
