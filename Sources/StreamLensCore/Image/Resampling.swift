@@ -259,23 +259,30 @@ public struct FloatImage {
     public func writeRGB(into out: UnsafeMutableBufferPointer<UInt8>) {
         let n = width * height
         precondition(out.count >= n * 3 && values.count >= n * 3)
-        let k = 255 / (high - low), offset = 0.5 - low * k
-        let order = bgr ? [2, 1, 0] : [0, 1, 2]
+        let k = 255 / (high - low), offset = -low * k
         let dst = out.baseAddress!, base = values.baseAddress!
         if !planar && !bgr { // already packed RGB: one contiguous loop
-            for i in 0..<(n * 3) { dst[i] = UInt8(min(255.49, max(0, base[i] * k + offset))) }
+            for i in 0..<(n * 3) { dst[i] = Self.byte(base[i] * k + offset) }
             return
         }
-        // max(0, v) is v >= 0 ? v : 0, so NaN becomes 0; +0.5 then truncation rounds.
+        let order = bgr ? [2, 1, 0] : [0, 1, 2]
         for c in 0..<3 {
             let src = order[c]
             if planar {
                 let plane = base + src * n
-                for i in 0..<n { dst[i * 3 + c] = UInt8(min(255.49, max(0, plane[i] * k + offset))) }
+                for i in 0..<n { dst[i * 3 + c] = Self.byte(plane[i] * k + offset) }
             } else {
-                for i in 0..<n { dst[i * 3 + c] = UInt8(min(255.49, max(0, base[i * 3 + src] * k + offset))) }
+                for i in 0..<n { dst[i * 3 + c] = Self.byte(base[i * 3 + src] * k + offset) }
             }
         }
+    }
+
+    /// 0…255 rounded to the nearest byte, without a trapping conversion (so the loops above
+    /// vectorize): max(0, v) is `v >= 0 ? v : 0`, so NaN becomes 0; adding 2^23 leaves the
+    /// rounded value in the low mantissa bits.
+    @inline(__always)
+    static func byte(_ v: Float) -> UInt8 {
+        UInt8(truncatingIfNeeded: (min(255, max(0, v)) + 8_388_608).bitPattern)
     }
 
 }
