@@ -70,6 +70,14 @@ char *sl_object_get_as_string(gpointer object, const char *name) {
     return text ? text : g_strdup("");
 }
 
+gboolean sl_element_has_unlinked_sink_pad(GstElement *element) {
+    gboolean found = FALSE;
+    GST_OBJECT_LOCK(element);
+    for (GList *l = element->sinkpads; l && !found; l = l->next) found = !gst_pad_is_linked(GST_PAD(l->data));
+    GST_OBJECT_UNLOCK(element);
+    return found;
+}
+
 const char *sl_element_klass(GstElement *element) {
     const char *klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(element), GST_ELEMENT_METADATA_KLASS);
     return klass ? klass : "";

@@ -160,7 +160,11 @@ public final class Pipeline {
                 var state = GST_STATE_NULL, pending = GST_STATE_NULL
                 gst_element_get_state(pipeline, &state, &pending, 0)
                 let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
-                let message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
+                var message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
+                let waiting = allElements().filter { sl_is_stage($0) == 0 && sl_element_has_unlinked_sink_pad($0) != 0 }.map { objectName($0) }
+                if !waiting.isEmpty {
+                    message += "; nothing ever linked to \(waiting.joined(separator: ", ")): a demuxer pad named in the spec (e.g. demux.audio_0) never appeared — does the input have that stream?"
+                }
                 log("error: \(message)")
                 outcome = .failed(message)
                 break

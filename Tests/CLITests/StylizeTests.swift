@@ -151,6 +151,28 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
     }
 
     @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func fileWithoutAudio() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.mp4").path, output = dir.appendingPathComponent("out.mp4").path
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        ffmpeg.arguments = ["-v", "error", "-y", "-loop", "1", "-framerate", "10", "-t", "1", "-i", CLI.packageRoot.appendingPathComponent(".deps/media/chelsea.png").path,
+                            "-vf", "scale=160:120,format=yuv420p", "-c:v", "libx264", "-preset", "veryfast", input]
+        try ffmpeg.run()
+        ffmpeg.waitUntilExit()
+        try #require(ffmpeg.terminationStatus == 0)
+        let r = try CLI.run(["run", "stylize-video", "INPUT=\(input)", "OUTPUT=\(output)", "SIZE=128"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(output) == 10)
+        // The pipeline that keeps audio, given a file without: a clear error, not a hang.
+        let noAudio = try CLI.run(["run", "--timeout", "4", "stylize-file", "INPUT=\(input)", "OUTPUT=\(output)", "SIZE=128"], timeout: 60)
+        #expect(noAudio.status == 1, "\(noAudio.stderr)")
+        #expect(noAudio.stderr.contains("nothing ever linked to queue"), "\(noAudio.stderr)")
+        #expect(noAudio.stderr.contains("does the input have that stream?"), "\(noAudio.stderr)")
+    }
+
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
     func controlCommandChangesStrengthMidStream() throws {
         let (w, h) = (160, 120)
         // identity sync=true plays the 40 frames in real time (4 s) so the command lands

@@ -34,6 +34,9 @@ const char *sl_element_klass(GstElement *element);
 // Sends EOS to whatever each of the element's src pads is linked to: after the element failed,
 // the rest of the pipeline can still finish (encoders flush, muxers write their index).
 void sl_element_send_eos_downstream(GstElement *element);
+// TRUE when one of the element's sink pads is linked to nothing (a `demux.audio_0 ! queue`
+// whose pad never appeared leaves the queue waiting for ever).
+gboolean sl_element_has_unlinked_sink_pad(GstElement *element);
 
 // ---- stage elements ----------------------------------------------------------------------
 // A stage element is a GstBin holding an appsink and an appsrc that are not linked to each
