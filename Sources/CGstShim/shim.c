@@ -289,6 +289,7 @@ static GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpo
 
 void sl_stage_flush_tags(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
+    if (!self->appsrc) return;
     if (!__atomic_load_n(&self->has_pending_tags, __ATOMIC_ACQUIRE)) return;
     g_mutex_lock(&self->lock);
     GList *events = self->pending_tags;
@@ -324,27 +325,31 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     // wake-ups in lock-step; four lets the threads run in bursts (bench-bridge: ~28 -> ~19 us
     // added per 720p frame) for ~22 MB more at 720p RGB.
     self->appsink = gst_element_factory_make("appsink", "stage_sink");
-    self->appsrc = gst_element_factory_make("appsrc", "stage_src");
     g_object_set(self->appsink, "caps", data->sink_caps, "async", FALSE, "sync", FALSE, "qos", FALSE,
                  "enable-last-sample", FALSE, "emit-signals", FALSE, "max-buffers", (guint)SL_LOSSLESS_QUEUE, "drop", FALSE, NULL);
-    g_object_set(self->appsrc, "format", GST_FORMAT_TIME, "is-live", TRUE, "block", TRUE, "max-bytes", (guint64)0,
-                 "max-buffers", (guint64)SL_LOSSLESS_QUEUE, "handle-segment-change", TRUE, NULL);
     gst_bin_add(GST_BIN(self), self->appsink);
-    gst_bin_add(GST_BIN(self), self->appsrc);
-
     GstPad *sinkpad = gst_element_get_static_pad(self->appsink, "sink");
-    GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
     GstElementClass *klass = GST_ELEMENT_CLASS(g_class);
     self->sinkpad = gst_ghost_pad_new_from_template("sink", sinkpad, gst_element_class_get_pad_template(klass, "sink"));
-    self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
-    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
-    gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
     gst_object_unref(sinkpad);
+    if (data->info.caps_passthrough && !data->info.is_sink) gst_pad_set_query_function(self->sinkpad, sl_sink_query);
+    gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+    // A sink stage ends the pipeline: the frames go wherever its worker sends them.
+    if (data->info.is_sink) return;
+
+    self->appsrc = gst_element_factory_make("appsrc", "stage_src");
+    g_object_set(self->appsrc, "format", GST_FORMAT_TIME, "is-live", TRUE, "block", TRUE, "max-bytes", (guint64)0,
+                 "max-buffers", (guint64)SL_LOSSLESS_QUEUE, "handle-segment-change", TRUE, NULL);
+    gst_bin_add(GST_BIN(self), self->appsrc);
+    GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
+    self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
+    sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
+    gst_object_unref(sinkpad);
+    gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
     gst_object_unref(srcpad);
     gst_pad_set_query_function(self->srcpad, sl_src_query);
-    if (data->info.caps_passthrough) gst_pad_set_query_function(self->sinkpad, sl_sink_query);
-    gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
     gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 }
 
@@ -376,11 +381,11 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
         }
         g_object_class_install_property(object_class, i + 1, spec);
     }
-    gst_element_class_set_metadata(element_class, data->info.longname, "Filter/Effect/Video",
+    gst_element_class_set_metadata(element_class, data->info.longname, data->info.is_sink ? "Sink/Network/Video" : "Filter/Effect/Video",
                                    data->info.description, "StreamLens");
     gst_element_class_add_pad_template(element_class,
         gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, data->sink_caps));
-    gst_element_class_add_pad_template(element_class,
+    if (!data->info.is_sink) gst_element_class_add_pad_template(element_class,
         gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS,
                              data->info.caps_passthrough ? data->sink_caps : GST_CAPS_ANY));
 }
@@ -420,7 +425,10 @@ gboolean sl_stage_register(const SLStageInfo *info) {
 }
 
 GstAppSink *sl_stage_appsink(GstElement *stage) { return GST_APP_SINK(((SLStage *)stage)->appsink); }
-GstAppSrc *sl_stage_appsrc(GstElement *stage) { return GST_APP_SRC(((SLStage *)stage)->appsrc); }
+GstAppSrc *sl_stage_appsrc(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    return self->appsrc ? GST_APP_SRC(self->appsrc) : NULL;
+}
 
 void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release) {
     SLStage *self = (SLStage *)stage;
@@ -457,8 +465,9 @@ gboolean sl_stage_internals_intact(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
     gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE, emit = TRUE;
     GstFormat format = GST_FORMAT_UNDEFINED;
-    g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
     g_object_get(self->appsink, "async", &async, "sync", &sync, "emit-signals", &emit, NULL);
+    if (!self->appsrc) return !async && !sync && !emit;
+    g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
     return live && block && format == GST_FORMAT_TIME && !async && !sync && !emit;
 }
 

@@ -51,6 +51,9 @@ public protocol FramePixels: AnyObject {
     /// The regions of interest the frame already carries — a detector's results when this stage
     /// follows one (lensdetect, or any GStreamer element that adds the meta).
     func regionsOfInterest() -> [RegionOfInterest]
+    /// The GstSample* behind the frame, for stages that hand frames to other GStreamer code
+    /// (the RTSP server's pipeline) without copying pixels. Valid only during the call.
+    func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R
 }
 
 /// A rectangle of interest in frame pixels, with its label and score when known.

@@ -12,17 +12,21 @@ public struct StageDescriptor: Sendable {
     public var capsPassthrough: Bool
     /// The stage's own properties; `properties` adds the bridge's.
     public var ownProperties: [PropertySpec]
+    /// A sink stage ends the pipeline (no output pad): its frames go wherever the stage sends
+    /// them (an RTSP server, a file of its own).
+    public var isSink: Bool
 
     public static let namePrefix = "lens"
 
     public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw",
-                capsPassthrough: Bool = true, properties: [PropertySpec]) {
+                capsPassthrough: Bool = true, isSink: Bool = false, properties: [PropertySpec]) {
         precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
         self.name = name
         self.summary = summary
         self.example = example
         self.sinkCaps = sinkCaps
         self.capsPassthrough = capsPassthrough
+        self.isSink = isSink
         self.ownProperties = properties
     }
 

@@ -55,6 +55,7 @@ enum StageElements {
                 info.description = c(d.summary)
                 info.sink_caps = c(d.sinkCaps)
                 info.caps_passthrough = d.capsPassthrough ? 1 : 0
+                info.is_sink = d.isSink ? 1 : 0
                 info.type_id = id
                 info.props = UnsafePointer(buffer.baseAddress)
                 info.n_props = UInt32(buffer.count)

@@ -19,7 +19,8 @@ import Synchronization
 final class StageWorker: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
     let appsink: UnsafeMutablePointer<GstAppSink>
-    let appsrc: UnsafeMutablePointer<GstAppSrc>
+    /// nil for a sink stage: the frames end with the stage.
+    let appsrc: UnsafeMutablePointer<GstAppSrc>?
     let stage: any Stage
     let descriptor: StageDescriptor
     let requestedMode: BridgeSettings.Mode
@@ -102,7 +103,7 @@ final class StageWorker: @unchecked Sendable {
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
                 if gst_app_sink_is_eos(appsink) != 0 {
                     postStatistics()
-                    _ = gst_app_src_end_of_stream(appsrc)
+                    if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
                     return
                 }
                 if stopping.load(ordering: .relaxed) { return }
@@ -136,6 +137,10 @@ final class StageWorker: @unchecked Sendable {
             if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
             switch outcome {
             case .forward:
+                guard let appsrc else { // a sink stage: the stage took the frame
+                    statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
+                    continue
+                }
                 // push_sample does not take the sample; it sets the caps on appsrc when they
                 // change and carries the segment, so timestamps stay as they came in.
                 let flow = gst_app_src_push_sample(appsrc, pixels.sample)
@@ -244,6 +249,10 @@ final class SamplePixels: FramePixels {
         makeBufferWritable()
         sl_buffer_add_region(gst_sample_get_buffer(sample), r.label, guint(max(0, r.x)), guint(max(0, r.y)),
                              guint(max(0, r.width)), guint(max(0, r.height)), r.score ?? -1)
+    }
+
+    func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
+        try body(UnsafeMutableRawPointer(sample))
     }
 
     func regionsOfInterest() -> [RegionOfInterest] {

@@ -121,7 +121,7 @@ func stagesCommand(_ args: [String]) -> Int32 {
     for d in stages {
         printOut("\(d.name): \(d.summary)")
         printOut("  example: streamlens run '\(d.example)'")
-        printOut("  caps: \(d.sinkCaps)\(d.capsPassthrough ? " (output = input)" : "")")
+        printOut("  caps: \(d.sinkCaps)\(d.isSink ? " (a sink: ends the pipeline)" : d.capsPassthrough ? " (output = input)" : "")")
         printOut("  properties:")
         for p in d.properties {
             printOut("    \(p.name)=\(p.defaultValue)  [\(p.constraint)\(p.live ? ", live" : "")]  \(p.help)")

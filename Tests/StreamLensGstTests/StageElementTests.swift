@@ -32,8 +32,29 @@ final class OddDropStage: Stage {
     func process(_ frame: Frame) -> FrameOutcome { frame.index % 2 == 1 ? .drop(reason: "odd") : .forward }
 }
 
+/// A sink stage: writes each frame's bytes to a file through the GstSample it is handed.
+final class RawFileSinkStage: Stage {
+    static let descriptor = StageDescriptor(
+        name: "lenstestrawsink", summary: "writes frames to a file (test sink)", example: "", isSink: true,
+        properties: [PropertySpec("location", .string, default: .string(""), help: "file")])
+    let handle: FileHandle
+    init(settings: StageSettings) throws {
+        let path = settings.string("location")
+        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
+            throw StageError("cannot write \(path)")
+        }
+        handle = h
+    }
+    func process(_ frame: Frame) -> FrameOutcome {
+        // The sample is there for code that takes GStreamer objects; the bytes are the frame's.
+        frame.pixels.withSample { sample in precondition(Int(bitPattern: sample) != 0) }
+        frame.pixels.withBytes { handle.write(Data($0)) }
+        return .forward
+    }
+}
+
 func makePipeline(_ text: String) throws -> Pipeline {
-    try GStreamer.initialize(stages: builtinStages + [InvertStage.self, FailingStage.self, OddDropStage.self])
+    try GStreamer.initialize(stages: builtinStages + [InvertStage.self, FailingStage.self, OddDropStage.self, RawFileSinkStage.self])
     let pipeline = try Pipeline(description: text)
     pipeline.log = { _ in }
     return pipeline
@@ -64,6 +85,20 @@ func temporaryFile(_ name: String) -> String {
         #expect(a.count == 50 * 32 * 16)
         #expect(a == b)
         #expect(p.stageReports.contains { $0.kind == "stats" && $0.text.hasPrefix("pass: 50 frames in, 50 out, 0 dropped, ") && $0.text.hasSuffix(" fps (lossless)") })
+    }
+
+    @Test func aSinkStageEndsThePipeline() throws {
+        let out = temporaryFile("sink.raw"), reference = temporaryFile("sinkref.raw")
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: reference) }
+        let source = "videotestsrc num-buffers=30 pattern=gradient ! video/x-raw,format=GRAY8,width=32,height=16"
+        let p = try makePipeline("\(source) ! lenstestrawsink name=sink location=\(out)")
+        #expect(p.run(quietOptions()) == .finished(interrupted: false))
+        let q = try makePipeline("\(source) ! filesink location=\(reference)")
+        #expect(q.run(quietOptions()) == .finished(interrupted: false))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(contentsOf: URL(fileURLWithPath: reference)))
+        #expect(p.stageReports.contains { $0.kind == "stats" && $0.text.hasPrefix("sink: 30 frames in, 30 out, 0 dropped") })
+        // Nothing can follow a sink stage.
+        #expect(throws: HostError.self) { try makePipeline("\(source) ! lenstestrawsink location=\(out) ! fakesink") }
     }
 
     @Test func stageWritesPixels() throws {

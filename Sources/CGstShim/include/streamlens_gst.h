@@ -60,6 +60,7 @@ typedef struct {
     const char *description;
     const char *sink_caps;     // caps the stage accepts, e.g. "video/x-raw"
     gboolean caps_passthrough; // output caps equal input caps: answer caps queries downstream
+    gboolean is_sink;          // a sink stage: only the appsink and a sink pad (it ends the pipeline)
     guint type_id;             // handed back to `start`
     const SLPropSpec *props;
     guint n_props;
@@ -81,7 +82,7 @@ gboolean sl_stage_register(const SLStageInfo *info);
 gboolean sl_is_stage(GstElement *element);
 
 GstAppSink *sl_stage_appsink(GstElement *stage);
-GstAppSrc *sl_stage_appsrc(GstElement *stage);
+GstAppSrc *sl_stage_appsrc(GstElement *stage); // NULL for a sink stage
 // Context owned by the element: released with `release` at the next set or in finalize.
 void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release);
 gpointer sl_stage_get_context(GstElement *stage);
