@@ -51,7 +51,8 @@ public final class Pipeline {
     let pipeline: UnsafeMutablePointer<GstElement>
     /// The pipeline text that was parsed.
     public let description: String
-    /// What the stages reported during the last run: (kind, text), kind "caps" or "stats".
+    /// What the stages reported during the last run: (kind, text), kind "caps", "stats" (at end of
+    /// stream), "interval" (the same every 5 s while running) or "notice".
     public private(set) var stageReports: [(kind: String, text: String)] = []
     /// Where messages go (stderr by default).
     public var log: (String) -> Void = { writeStderr($0 + "\n") }
@@ -278,7 +279,7 @@ public final class Pipeline {
         guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
         let (k, t) = (String(cString: kind), String(cString: text))
         stageReports.append((k, t))
-        if (k == "caps" && options.verbose) || ((k == "stats" || k == "notice") && !options.quiet) { log(t) }
+        if ((k == "caps" || k == "interval") && options.verbose) || ((k == "stats" || k == "notice") && !options.quiet) { log(t) }
     }
 
     /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).

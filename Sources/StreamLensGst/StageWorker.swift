@@ -133,6 +133,7 @@ final class StageWorker: @unchecked Sendable {
                               index: statistics.framesIn - 1, pixels: pixels)
             let outcome = stage.process(frame)
             postNotices()
+            reportPeriodically()
             // A stage whose cost is only known once it runs (a model) may raise its latency.
             if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
             switch outcome {
@@ -204,12 +205,22 @@ final class StageWorker: @unchecked Sendable {
         }
     }
 
-    private func postStatistics() {
+    private func postStatistics(kind: String = "stats") {
         let arrived = Int(sl_stage_buffers_arrived(element))
         var stats = statistics
         stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
         let own = stage.summary.map { ", \($0)" } ?? ""
-        sl_stage_post_info(element, "stats", "\(name): \(stats.summary)\(own) (\(live ? "live" : "lossless"))")
+        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(own) (\(live ? "live" : "lossless"))")
+    }
+
+    /// The same figures while running, every `reportInterval` (printed with -v).
+    private var lastReport = DispatchTime.now().uptimeNanoseconds
+    static let reportInterval: UInt64 = 5_000_000_000
+    private func reportPeriodically() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - lastReport >= Self.reportInterval else { return }
+        lastReport = now
+        postStatistics(kind: "interval")
     }
 }
 

@@ -19,7 +19,7 @@ let usage = """
       run       run the pipeline to its end; Ctrl-C sends end-of-stream so files are finalized,
                 a second Ctrl-C aborts
         -q, --quiet     no progress, no stage summaries
-        -v, --verbose   print each stage's negotiated caps and debug details
+        -v, --verbose   print each stage's negotiated caps, its figures every 5 s, debug details
         --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
         --timeout S     seconds the pipeline may take to start (default 20)
         --control C     take commands while running from stdin (-) or a Unix socket path:
