@@ -322,7 +322,23 @@ public final class Pipeline {
         if let debugText, let known = Self.knownCauses.first(where: { debugText.contains($0.debugContains) }) {
             text = known.message
         }
+        text = Self.explainDevice(text)
         return "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+    }
+
+    /// v4l2src's camera errors, said in a user's words (the device stays named).
+    static func explainDevice(_ text: String) -> String {
+        func device(after prefix: String) -> String? {
+            guard let r = text.range(of: prefix) else { return nil }
+            return text[r.upperBound...].split(separator: "'").first.map(String.init)
+        }
+        if let d = device(after: "Cannot identify device '") {
+            return "camera \(d) not found (no such device: is the camera connected? `ls /dev/video*` lists them)"
+        }
+        if let d = device(after: "Device '"), text.contains("is busy") {
+            return "camera \(d) is busy (another program is using it)"
+        }
+        return text
     }
 
     /// Errors whose GStreamer message hides the cause, recognised by their debug text.

@@ -97,4 +97,10 @@ import Testing
         #expect(r.stderr.contains("error: tcpserversink0: the address or port is already in use"), "\(r.stderr)")
         #expect(r.stderr.contains("127.0.0.1:\(port)"), "\(r.stderr)")
     }
+
+    @Test func missingCameraIsNamed() throws {
+        let r = try CLI.run(["run", "v4l2src device=/dev/video-streamlens-test ! videoconvert ! lenspass ! fakesink"], timeout: 30)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("error: v4l2src0: camera /dev/video-streamlens-test not found"), "\(r.stderr)")
+    }
 }
