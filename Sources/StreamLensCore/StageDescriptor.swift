@@ -15,11 +15,15 @@ public struct StageDescriptor: Sendable {
     /// A sink stage ends the pipeline (no output pad): its frames go wherever the stage sends
     /// them (an RTSP server, a file of its own).
     public var isSink: Bool
+    /// A watchdog stage: the host restarts everything upstream of it (the source part) when that
+    /// part fails, ends or stalls, while everything downstream keeps running; frames leave it
+    /// stamped with the pipeline's running time, so a restarted source continues the timeline.
+    public var restartsUpstream: Bool
 
     public static let namePrefix = "lens"
 
     public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw",
-                capsPassthrough: Bool = true, isSink: Bool = false, properties: [PropertySpec]) {
+                capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, properties: [PropertySpec]) {
         precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
         self.name = name
         self.summary = summary
@@ -27,6 +31,7 @@ public struct StageDescriptor: Sendable {
         self.sinkCaps = sinkCaps
         self.capsPassthrough = capsPassthrough
         self.isSink = isSink
+        self.restartsUpstream = restartsUpstream
         self.ownProperties = properties
     }
 

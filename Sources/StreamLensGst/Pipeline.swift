@@ -113,6 +113,12 @@ public final class Pipeline {
         if let mode = options.mode {
             for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
         }
+        StageElements.ending.store(false, ordering: .relaxed)
+        // The source part of each watchdog stage is started by the watchdog itself, once the rest
+        // plays (a camera that is not there yet is then an outage, not a failed start).
+        let watchdogs = stages.filter { StageElements.descriptor(of: $0)?.restartsUpstream == true }
+        for stage in watchdogs { sl_stage_lock_upstream(stage, 1) }
+        defer { for stage in watchdogs { sl_stage_lock_upstream(stage, 0) } }
         if options.handleSignals { installSignalHandlers() }
         let bus = gst_element_get_bus(pipeline)!
         defer { gst_object_unref(bus) }
@@ -148,6 +154,7 @@ public final class Pipeline {
             if seen > interruptsHandled {
                 interruptsHandled = seen
                 if seen == 1 {
+                    StageElements.ending.store(true, ordering: .relaxed)
                     progress.clear()
                     log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
                     gst_element_send_event(pipeline, gst_event_new_eos())
@@ -157,7 +164,8 @@ public final class Pipeline {
                     return .aborted
                 }
             }
-            if !playing, Date().timeIntervalSince(started) > options.startTimeout {
+            // With a watchdog, a source that does not come is its business (retries, then an error).
+            if !playing, watchdogs.isEmpty, Date().timeIntervalSince(started) > options.startTimeout {
                 var state = GST_STATE_NULL, pending = GST_STATE_NULL
                 gst_element_get_state(pipeline, &state, &pending, 0)
                 let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
@@ -180,6 +188,18 @@ public final class Pipeline {
                 drainStageReports(bus, expected: stageCount, options: options)
             case GST_MESSAGE_ERROR:
                 let text = errorText(message)
+                // An error in the source part of a watchdog stage is an outage, not the end.
+                if let watchdog = stages.first(where: { stage in
+                    StageElements.worker(of: stage)?.watchdog != nil && sl_stage_is_upstream(stage, message.pointee.src) != 0
+                }), let worker = StageElements.worker(of: watchdog) {
+                    // A bin's "state change failed" follows its element's real error: say only that one.
+                    if !text.contains("failed to post a proper error message") {
+                        progress.clear()
+                        log("warning: \(text.split(separator: "\n").first ?? "")")
+                        worker.sourceFailed(String(text.split(separator: "\n").first ?? ""))
+                    }
+                    continue
+                }
                 if firstError == nil {
                     progress.clear()
                     log("error: \(text)")
@@ -284,6 +304,8 @@ public final class Pipeline {
 
     /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).
     func stop() {
+        // Locked elements (a watchdog's source part) follow the pipeline down too.
+        for stage in stages where StageElements.descriptor(of: stage)?.restartsUpstream == true { sl_stage_lock_upstream(stage, 0) }
         gst_element_set_state(pipeline, GST_STATE_NULL)
         gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
     }

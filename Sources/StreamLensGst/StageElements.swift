@@ -10,6 +10,9 @@ import Synchronization
 enum StageElements {
     /// Registered stage types; an element's type id is its index here.
     static let registry = Mutex<[any Stage.Type]>([])
+    /// The run is ending on purpose (Ctrl-C sent end-of-stream): a watchdog must not take that
+    /// end of stream for an outage.
+    static let ending = Atomic<Bool>(false)
 
     static func register(_ types: [any Stage.Type]) throws {
         let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged)
@@ -82,6 +85,12 @@ enum StageElements {
             }
         }
         return StageSettings(descriptor: descriptor, values: values)
+    }
+
+    /// The descriptor of a stage element's type (by factory name), nil for other elements.
+    static func descriptor(of element: UnsafeMutablePointer<GstElement>) -> StageDescriptor? {
+        guard sl_is_stage(element) != 0, let factory = sl_element_factory_name(element).map({ String(cString: $0) }) else { return nil }
+        return registry.withLock { $0.first { $0.descriptor.name == factory }?.descriptor }
     }
 
     static func worker(of element: UnsafeMutablePointer<GstElement>) -> StageWorker? {

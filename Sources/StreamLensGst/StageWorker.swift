@@ -38,6 +38,8 @@ final class StageWorker: @unchecked Sendable {
     private var live = false
     private var reportedLatency: UInt64 = 0
     private var downstreamDone = false
+    /// Set for a watchdog stage: restarts the source part (see SourceWatchdog).
+    let watchdog: SourceWatchdog?
 
     init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
         self.element = element
@@ -48,10 +50,15 @@ final class StageWorker: @unchecked Sendable {
         self.descriptor = descriptor
         self.requestedMode = BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
         self.name = objectName(element)
+        self.watchdog = descriptor.restartsUpstream ? SourceWatchdog(element: element, name: name, settings: settings) : nil
     }
+
+    /// An error came from the source part of a watchdog stage (bus thread).
+    func sourceFailed(_ message: String) { watchdog?.sourceFailed(message) }
 
     deinit {
         if let lastCaps { gst_caps_unref(lastCaps) }
+        if let pushedCaps { gst_caps_unref(pushedCaps) }
         gst_object_unref(element)
     }
 
@@ -97,10 +104,20 @@ final class StageWorker: @unchecked Sendable {
 
     private func run() {
         var first = true
+        if let watchdog, !watchdog.startSource(stopping: { stopping.load(ordering: .relaxed) }) { return }
         while true {
             // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
+            if let watchdog, let reason = watchdog.pendingFailure() {
+                if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) { return }
+                continue
+            }
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
+                if gst_app_sink_is_eos(appsink) != 0, let watchdog, watchdog.restartOnEOS, !StageElements.ending.load(ordering: .relaxed),
+                   !stopping.load(ordering: .relaxed) {
+                    if !watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return }
+                    continue
+                }
                 if gst_app_sink_is_eos(appsink) != 0 {
                     postStatistics()
                     if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
@@ -110,6 +127,7 @@ final class StageWorker: @unchecked Sendable {
                 continue
             }
             let pixels = SamplePixels(taking: sample)
+            watchdog?.frameArrived()
             // Downstream is done (EOS or an error): drop what is still queued until upstream,
             // now refused with the same answer, ends the stream.
             if downstreamDone || sl_stage_downstream_flow(element) != GST_FLOW_OK {
@@ -142,11 +160,17 @@ final class StageWorker: @unchecked Sendable {
                     statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
                     continue
                 }
-                // push_sample does not take the sample; it sets the caps on appsrc when they
-                // change and carries the segment, so timestamps stay as they came in.
-                let flow = gst_app_src_push_sample(appsrc, pixels.sample)
+                let flow: GstFlowReturn
+                if watchdog != nil {
+                    flow = pushRestamped(pixels.sample, into: appsrc)
+                } else {
+                    // push_sample does not take the sample; it sets the caps on appsrc when they
+                    // change and carries the segment, so timestamps stay as they came in.
+                    flow = gst_app_src_push_sample(appsrc, pixels.sample)
+                }
                 sl_stage_flush_tags(element)
-                statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
+                // A watchdog's frames leave stamped "now": their age there says nothing.
+                statistics.forwarded(age: live && watchdog == nil ? age(of: pixels.sample, pts: pts) : nil)
                 if flow == GST_FLOW_FLUSHING { return } // stopping
                 if flow != GST_FLOW_OK {
                     sl_stage_set_downstream_flow(element, flow)
@@ -156,6 +180,21 @@ final class StageWorker: @unchecked Sendable {
                 statistics.addDropped(1)
             }
         }
+    }
+
+    /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
+    /// now, in appsrc's own segment, so the timeline runs on across source restarts.
+    private var pushedCaps: UnsafeMutablePointer<GstCaps>?
+    private func pushRestamped(_ sample: OpaquePointer, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
+        if let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(pushedCaps, caps) == 0 {
+            gst_app_src_set_caps(appsrc, caps)
+            if let pushedCaps { gst_caps_unref(pushedCaps) }
+            pushedCaps = gst_caps_ref(caps)
+        }
+        guard let buffer = gst_sample_get_buffer(sample) else { return GST_FLOW_ERROR }
+        let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
+        sl_buffer_set_pts(own, sl_element_running_time_now(element))
+        return gst_app_src_push_buffer(appsrc, own)
     }
 
     /// First sample and caps changes: tell the stage, and report the caps on the bus.

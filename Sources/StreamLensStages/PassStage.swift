@@ -35,4 +35,4 @@ public final class PassStage: Stage {
 }
 
 /// Every stage this build provides, in the order `streamlens stages` lists them.
-public var builtinStages: [any Stage.Type] { [PassStage.self, DetectStage.self, StylizeStage.self] }
+public var builtinStages: [any Stage.Type] { [PassStage.self, DetectStage.self, StylizeStage.self, WatchdogStage.self] }

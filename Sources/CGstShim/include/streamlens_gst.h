@@ -12,6 +12,8 @@ GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
 GstMessageType sl_message_type(GstMessage *message);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
+// Sets PTS (and clears DTS) of a writable buffer.
+void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts);
 gboolean sl_is_bin(GstElement *element);
 gboolean sl_is_element(gpointer object);
 // The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
@@ -120,6 +122,22 @@ guint64 sl_stage_buffers_arrived(GstElement *stage);
 // What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see shim.c).
 void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
 GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
+
+// The watchdog (a stage that restarts its source part). The source part: the elements beside the
+// stage in its bin that are not downstream of it, nearest to the stage first (elements not
+// linked to it yet, such as an rtspsrc whose pads never came, last). A GList of references:
+// free with g_list_free_full(list, gst_object_unref).
+GList *sl_stage_upstream_elements(GstElement *stage);
+// TRUE when `object` (any element, or something inside one) belongs to the stage's source part.
+gboolean sl_stage_is_upstream(GstElement *stage, GstObject *object);
+// Flushes the stage's input: queued frames and a received end-of-stream are dropped, so a
+// restarted source can deliver again.
+void sl_stage_flush_input(GstElement *stage);
+// Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
+// watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
+// the watchdog starts it once the pipeline plays, and again after each outage.
+void sl_element_restart(GstElement *element, gboolean stop);
+void sl_stage_lock_upstream(GstElement *stage, gboolean locked);
 // Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
 GstClockTime sl_element_running_time_now(GstElement *element);
 
