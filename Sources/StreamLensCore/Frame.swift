@@ -78,12 +78,16 @@ public struct Frame {
     /// Index of the frame since the stage started.
     public let index: Int
     public let pixels: any FramePixels
+    /// Live sources: how long ago the frame was captured when it reached the stage, in
+    /// nanoseconds (pipeline running time now minus the frame's); nil otherwise.
+    public let ageOnArrival: UInt64?
 
-    public init(format: VideoFormat, pts: UInt64?, duration: UInt64?, index: Int, pixels: any FramePixels) {
+    public init(format: VideoFormat, pts: UInt64?, duration: UInt64?, index: Int, pixels: any FramePixels, ageOnArrival: UInt64? = nil) {
         self.format = format
         self.pts = pts
         self.duration = duration
         self.index = index
         self.pixels = pixels
+        self.ageOnArrival = ageOnArrival
     }
 }

@@ -148,7 +148,8 @@ final class StageWorker: @unchecked Sendable {
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
                               duration: duration == GstClockTime.max ? nil : UInt64(duration),
-                              index: statistics.framesIn - 1, pixels: pixels)
+                              index: statistics.framesIn - 1, pixels: pixels,
+                              ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
             let outcome = stage.process(frame)
             postNotices()
             reportPeriodically()

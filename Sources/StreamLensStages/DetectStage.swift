@@ -40,7 +40,7 @@ public final class DetectStage: Stage {
             PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour, #rrggbb"),
             PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
             PropertySpec("overlay", .bool, default: .bool(false), live: true,
-                         help: "draw the stage's frame rate and inference time in the top-left corner (the iOS app's counter)"),
+                         help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout)"),
         ])
@@ -189,6 +189,8 @@ public final class DetectStage: Stage {
             let size = max(12, Double(frame.format.height) / 40)
             if settings.bool("overlay") {
                 var text = "inference \(String(format: "%.1f", inferenceTimes.last ?? 0)) ms"
+                // Live sources: how old the frame was when it reached the stage.
+                if let age = frame.ageOnArrival { text += String(format: "  latency %.0f ms", Double(age) / 1e6) }
                 if frameTimes.count > 1 {
                     let fps = Double(frameTimes.count - 1) / (Double(frameTimes.last! - frameTimes.first!) / 1e9)
                     text = String(format: "%.1f fps  ", fps) + text
