@@ -14,7 +14,7 @@ public final class WatchdogStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lenswatchdog",
         summary: "Restart the source part of a live pipeline when it fails, ends or stalls (with back-off)",
-        example: "videotestsrc num-buffers=30 ! lenswatchdog retries=1 ! fakesink",
+        example: "videotestsrc num-buffers=30 ! lenswatchdog restart-on-eos=false ! fakesink",
         restartsUpstream: true,
         properties: [
             PropertySpec("timeout", .double(0.5...3600), default: .double(5),
