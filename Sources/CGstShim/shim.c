@@ -350,7 +350,7 @@ void sl_stage_flush_input(GstElement *stage) {
 // a restart: the element makes new pads when it starts again and nobody else would link them
 // (gst_parse links dynamic pads once). Each new pad from the same template is linked to the
 // recorded peer it had, if that peer is free.
-typedef struct { char *template_name; GstPad *peer; } SLDynamicLink;
+typedef struct { char *template_name; GstPad *peer; GstCaps *caps; } SLDynamicLink;
 static GQuark sl_links_quark;
 
 static void sl_free_links(gpointer data) {
@@ -358,6 +358,7 @@ static void sl_free_links(gpointer data) {
         SLDynamicLink *link = l->data;
         g_free(link->template_name);
         gst_object_unref(link->peer);
+        if (link->caps) gst_caps_unref(link->caps);
         g_free(link);
     }
     g_list_free(data);
@@ -370,6 +371,14 @@ static void sl_relink_pad(GstElement *element, GstPad *pad, gpointer data) {
     for (GList *l = g_object_get_qdata(G_OBJECT(element), sl_links_quark); l; l = l->next) {
         SLDynamicLink *link = l->data;
         if (strcmp(link->template_name, GST_PAD_TEMPLATE_NAME_TEMPLATE(t)) != 0 || gst_pad_is_linked(link->peer)) continue;
+        // The same kind of stream as before (a demuxer's audio pad must not take the video's
+        // place): the new pad's caps must meet the old link's.
+        if (link->caps) {
+            GstCaps *caps = gst_pad_query_caps(pad, NULL);
+            gboolean same = gst_caps_can_intersect(caps, link->caps);
+            gst_caps_unref(caps);
+            if (!same) continue;
+        }
         if (gst_pad_link(pad, link->peer) == GST_PAD_LINK_OK) break;
     }
     gst_object_unref(t);
@@ -388,6 +397,7 @@ static void sl_record_dynamic_links(GstElement *element) {
             SLDynamicLink *link = g_new0(SLDynamicLink, 1);
             link->template_name = g_strdup(GST_PAD_TEMPLATE_NAME_TEMPLATE(t));
             link->peer = gst_object_ref(peer);
+            link->caps = gst_pad_get_current_caps(pad);
             links = g_list_append(links, link);
         }
         if (peer) gst_object_unref(peer);
@@ -419,6 +429,16 @@ void sl_element_restart(GstElement *element, gboolean stop) {
         if (parent) gst_object_unref(parent);
         gst_element_set_state(element, GST_STATE_PLAYING);
     }
+}
+
+gboolean sl_element_parent_has_clock(GstElement *element) {
+    GstObject *parent = gst_object_get_parent(GST_OBJECT(element));
+    if (!parent) return FALSE;
+    GstClock *clock = gst_element_get_clock(GST_ELEMENT(parent));
+    gst_object_unref(parent);
+    if (!clock) return FALSE;
+    gst_object_unref(clock);
+    return TRUE;
 }
 
 void sl_stage_lock_upstream(GstElement *stage, gboolean locked) {

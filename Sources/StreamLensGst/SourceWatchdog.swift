@@ -87,7 +87,8 @@ final class SourceWatchdog: @unchecked Sendable {
                 gst_object_unref(parent)
             }
             // On its way to PLAYING is enough: the sinks complete that step only when frames come.
-            if state == GST_STATE_PLAYING || pending == GST_STATE_PLAYING { break }
+            // And with its clock chosen: the source's base time is taken from it.
+            if state == GST_STATE_PLAYING || pending == GST_STATE_PLAYING, sl_element_parent_has_clock(element) != 0 { break }
             usleep(20_000)
         }
         let (list, elements) = sourceElements()
