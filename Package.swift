@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "StreamLensCore", targets: ["StreamLensCore"]),
         .library(name: "StreamLensGst", targets: ["StreamLensGst"]),
         .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
+        .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
         .executable(name: "streamlens", targets: ["streamlens"]),
     ],
@@ -30,13 +31,19 @@ let package = Package(
         .systemLibrary(name: "CCairo", pkgConfig: "cairo", providers: [.apt(["libcairo2-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
+        // The RTSP server behind lensrtsp: signals, tokens, the server's own main loop thread.
+        // gio for GInetAddress and its error codes (gst-rtsp-server's pkg-config omits it).
+        .target(name: "CGstRTSPShim", dependencies: ["CGStreamer", "CGstRTSPServer"],
+                linkerSettings: [.linkedLibrary("gio-2.0")]),
 
         // No C below this line of the diagram: frames, stage protocol, property tables, specs.
         .target(name: "StreamLensCore"),
         .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
         .target(name: "StreamLensInference", dependencies: ["StreamLensCore", "COpenVINO"]),
         .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst"]),
+        // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
+        .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP"]),
         .executableTarget(
             name: "streamlens",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensRTSP
 
 /// `lenspass`: pushes every frame on unchanged — the same buffer, no map, no copy. It measures
 /// what the bridge itself costs (`make bench-bridge`), and with `delay` it stands in for a slow
@@ -35,4 +36,4 @@ public final class PassStage: Stage {
 }
 
 /// Every stage this build provides, in the order `streamlens stages` lists them.
-public var builtinStages: [any Stage.Type] { [PassStage.self, DetectStage.self, StylizeStage.self, WatchdogStage.self] }
+public var builtinStages: [any Stage.Type] { [PassStage.self, DetectStage.self, StylizeStage.self, WatchdogStage.self, RTSPStage.self] }

@@ -1,0 +1,126 @@
+import Foundation
+import StreamLensCore
+
+/// `lensrtsp`: a sink stage that serves the frames reaching it over RTSP, as H.264, to any
+/// number of players at `rtsp://ADDRESS:PORT/MOUNT`.
+///
+///     streamlens run 'videotestsrc is-live=true ! video/x-raw,width=640,height=360,framerate=30/1 ! lensdetect ! lensrtsp port=8554 mount=/faces'
+///     ffplay -rtsp_transport tcp rtsp://127.0.0.1:8554/faces
+///
+/// The server (gst-rtsp-server) has its own main loop thread; each frame is pushed, without a
+/// pixel copy, into the appsrc of the media the server built for its clients, and dropped when
+/// nobody is watching. It listens on loopback by default; `address=` opens it to a network.
+/// Authentication (Basic) comes from `auth-file=` (a file holding `user:password`) or the
+/// environment (STREAMLENS_RTSP_USER, STREAMLENS_RTSP_PASSWORD), never from a property value.
+public final class RTSPStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensrtsp",
+        summary: "Serve the frames over RTSP as H.264 (gst-rtsp-server; ends the pipeline)",
+        example: "videotestsrc is-live=true num-buffers=30 ! lensrtsp port=18599 mount=/example",
+        sinkCaps: "video/x-raw",
+        capsPassthrough: false,
+        isSink: true,
+        properties: [
+            PropertySpec("mount", .string, default: .string("/stream"), help: "path of the stream in the URL, starting with /"),
+            PropertySpec("port", .int(1...65535), default: .int(8554), help: "RTSP port (TCP)"),
+            PropertySpec("address", .string, default: .string("127.0.0.1"),
+                         help: "numeric address to listen on, RTSP and RTP/RTCP alike (0.0.0.0: every interface)"),
+            PropertySpec("encoder", .choice(RTSPServer.Configuration.Encoder.allCases.map(\.rawValue)), default: .string("x264enc"),
+                         help: "H.264 encoder element"),
+            PropertySpec("bitrate", .int(16...200_000), default: .int(2000), help: "encoder bit rate, kbit/s"),
+            PropertySpec("key-int", .int(1...3000), default: .int(30),
+                         help: "frames between key frames (how long a new client may wait for a picture)"),
+            PropertySpec("low-latency", .bool, default: .bool(true),
+                         help: "encode each frame as it comes (x264enc tune=zerolatency speed-preset=ultrafast)"),
+            PropertySpec("tcp-only", .bool, default: .bool(false), help: "RTP over the RTSP connection only, no UDP"),
+            PropertySpec("auth-file", .string, default: .string(""),
+                         help: "file holding user:password for Basic authentication (empty: STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD if set, else none)"),
+        ])
+
+    private let server: RTSPServer
+    private var notices: [StageNotice] = []
+    private var clients = 0
+    private var peakClients = 0
+    private var lastClientCheck: UInt64 = 0
+
+    public init(settings: StageSettings) throws {
+        let configuration = try Self.configuration(settings, environment: ProcessInfo.processInfo.environment)
+        do {
+            server = try RTSPServer(configuration)
+        } catch {
+            throw StageError(error.message)
+        }
+        var how = "H.264, \(configuration.encoder.rawValue) \(configuration.bitrate) kbit/s"
+        if configuration.tcpOnly { how += ", TCP only" }
+        if let credentials = configuration.credentials { how += ", Basic authentication as \(credentials.user)" }
+        notices.append(StageNotice(.info, "serving \(configuration.url) (\(how))"))
+    }
+
+    /// The server's configuration from the stage's settings (and, for credentials, the
+    /// environment).
+    static func configuration(_ settings: StageSettings, environment: [String: String]) throws -> RTSPServer.Configuration {
+        var c = RTSPServer.Configuration()
+        c.mount = settings.string("mount")
+        guard c.mount.hasPrefix("/"), c.mount.count > 1,
+              c.mount.unicodeScalars.allSatisfy({ CharacterSet.urlPathAllowed.contains($0) }) else {
+            throw StageError("property mount=\(settings.string("mount")) must be a URL path such as /stream")
+        }
+        c.port = settings.int("port")
+        c.address = settings.string("address")
+        c.encoder = RTSPServer.Configuration.Encoder(rawValue: settings.string("encoder")) ?? .x264enc
+        c.bitrate = settings.int("bitrate")
+        c.keyInterval = settings.int("key-int")
+        c.lowLatency = settings.bool("low-latency")
+        c.tcpOnly = settings.bool("tcp-only")
+        c.credentials = try credentials(file: settings.string("auth-file"), environment: environment)
+        return c
+    }
+
+    /// `user:password` from the file (first line), else from the environment, else none.
+    static func credentials(file: String, environment: [String: String]) throws -> RTSPServer.Credentials? {
+        if !file.isEmpty {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw StageError("cannot read auth-file \(file)")
+            }
+            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex, line.index(after: colon) != line.endIndex else {
+                throw StageError("auth-file \(file) must hold user:password on its first line")
+            }
+            return RTSPServer.Credentials(user: String(line[..<colon]), password: String(line[line.index(after: colon)...]))
+        }
+        let user = environment["STREAMLENS_RTSP_USER"] ?? "", password = environment["STREAMLENS_RTSP_PASSWORD"] ?? ""
+        if user.isEmpty && password.isEmpty { return nil }
+        guard !user.isEmpty, !password.isEmpty, !user.contains(":") else {
+            throw StageError("set both STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD (a user without ':') for authentication, or neither")
+        }
+        return RTSPServer.Credentials(user: user, password: password)
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        let pushed = frame.pixels.withSample { server.push(sample: $0) }
+        checkClients()
+        // "out" in the summary: frames handed to the players' encoder; "dropped": nobody watched.
+        return pushed ? .forward : .drop(reason: "no client watching")
+    }
+
+    /// A notice when the number of connected clients changes (checked at most every 100 ms).
+    private func checkClients() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - lastClientCheck >= 100_000_000 else { return }
+        lastClientCheck = now
+        let count = server.clientCount
+        guard count != clients else { return }
+        clients = count
+        peakClients = max(peakClients, count)
+        notices.append(StageNotice(.info, count == 0 ? "no clients" : count == 1 ? "1 client" : "\(count) clients"))
+    }
+
+    public func takeNotices() -> [StageNotice] {
+        defer { notices = [] }
+        return notices
+    }
+
+    public var summary: String? {
+        "at most \(peakClients) client\(peakClients == 1 ? "" : "s") at once"
+    }
+}
