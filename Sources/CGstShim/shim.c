@@ -364,6 +364,20 @@ static void sl_free_links(gpointer data) {
     g_list_free(data);
 }
 
+// Same kind of stream: same media type, and for RTP the same media and encoding (the ssrc and
+// parameter sets of a new session differ).
+static gboolean sl_same_kind(GstCaps *a, GstCaps *b) {
+    if (gst_caps_is_empty(a) || gst_caps_is_empty(b) || gst_caps_is_any(a) || gst_caps_is_any(b)) return TRUE;
+    const GstStructure *x = gst_caps_get_structure(a, 0), *y = gst_caps_get_structure(b, 0);
+    if (!gst_structure_has_name(x, gst_structure_get_name(y))) return FALSE;
+    const char *fields[] = {"media", "encoding-name"};
+    for (int i = 0; i < 2; i++) {
+        const char *u = gst_structure_get_string(x, fields[i]), *v = gst_structure_get_string(y, fields[i]);
+        if (u && v && g_ascii_strcasecmp(u, v) != 0) return FALSE;
+    }
+    return TRUE;
+}
+
 static void sl_relink_pad(GstElement *element, GstPad *pad, gpointer data) {
     (void)data;
     GstPadTemplate *t = gst_pad_get_pad_template(pad);
@@ -375,7 +389,7 @@ static void sl_relink_pad(GstElement *element, GstPad *pad, gpointer data) {
         // place): the new pad's caps must meet the old link's.
         if (link->caps) {
             GstCaps *caps = gst_pad_query_caps(pad, NULL);
-            gboolean same = gst_caps_can_intersect(caps, link->caps);
+            gboolean same = sl_same_kind(caps, link->caps);
             gst_caps_unref(caps);
             if (!same) continue;
         }
@@ -410,6 +424,12 @@ static void sl_record_dynamic_links(GstElement *element) {
     gboolean had = g_object_get_qdata(G_OBJECT(element), sl_links_quark) != NULL;
     g_object_set_qdata_full(G_OBJECT(element), sl_links_quark, links, sl_free_links);
     if (!had) g_signal_connect(element, "pad-added", G_CALLBACK(sl_relink_pad), NULL);
+}
+
+void sl_stage_record_upstream_links(GstElement *stage) {
+    GList *up = sl_stage_upstream_elements(stage);
+    for (GList *l = up; l; l = l->next) sl_record_dynamic_links(l->data);
+    g_list_free_full(up, gst_object_unref);
 }
 
 void sl_element_restart(GstElement *element, gboolean stop) {

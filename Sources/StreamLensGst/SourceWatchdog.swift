@@ -28,6 +28,7 @@ final class SourceWatchdog: @unchecked Sendable {
     private var failedAttempts = 0
     private var backoff: Double
     private(set) var restarts = 0
+    private var linksRecorded = false
 
     init(element: UnsafeMutablePointer<GstElement>, name: String, settings: StageSettings) {
         self.element = element
@@ -44,9 +45,17 @@ final class SourceWatchdog: @unchecked Sendable {
         failure.withLock { if $0 == nil { $0 = message } }
     }
 
+    /// Between a failure and the first frame after the restart.
+    var sourceIsDown: Bool { outageStart != nil }
+
     /// A frame arrived: the source is up (again).
     func frameArrived() {
         lastFrame = DispatchTime.now().uptimeNanoseconds
+        if !linksRecorded {
+            // The first frame after a (re)start: every dynamic pad on its way is linked now.
+            sl_stage_record_upstream_links(element)
+            linksRecorded = true
+        }
         if let start = outageStart {
             let seconds = Double(lastFrame - start) / 1e9
             sl_stage_post_info(element, "notice", "\(name): source back after \(String(format: "%.1f", seconds)) s (\(restarts) restart\(restarts == 1 ? "" : "s") so far)")
@@ -112,7 +121,7 @@ final class SourceWatchdog: @unchecked Sendable {
         // Wait, but answer a stop at once.
         let until = DispatchTime.now().uptimeNanoseconds + UInt64(backoff * 1e9)
         while DispatchTime.now().uptimeNanoseconds < until {
-            if stopping() { return false }
+            if stopping() || StageElements.ending.load(ordering: .relaxed) { return false }
             usleep(50_000)
         }
         backoff = min(Self.maximumBackoff, max(0.1, backoff * 2))
@@ -124,6 +133,7 @@ final class SourceWatchdog: @unchecked Sendable {
         for e in elements { sl_element_restart(e, 0) }
         g_list_free_full(list) { gst_object_unref($0) }
         restarts += 1
+        linksRecorded = false
         // The new attempt gets a full timeout before it counts as stalled.
         lastFrame = DispatchTime.now().uptimeNanoseconds
         return !stopping()

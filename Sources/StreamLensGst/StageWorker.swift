@@ -109,8 +109,17 @@ final class StageWorker: @unchecked Sendable {
             // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
             if let watchdog, let reason = watchdog.pendingFailure() {
-                if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) { return }
+                if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
+                    // Ending (Ctrl-C) while the source is down: its end-of-stream will not come
+                    // through a stopped source, so the watchdog ends the stream itself.
+                    if StageElements.ending.load(ordering: .relaxed) { finishStream() }
+                    return
+                }
                 continue
+            }
+            if watchdog != nil, StageElements.ending.load(ordering: .relaxed), watchdog?.sourceIsDown == true {
+                finishStream()
+                return
             }
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
                 if gst_app_sink_is_eos(appsink) != 0, let watchdog, watchdog.restartOnEOS, !StageElements.ending.load(ordering: .relaxed),
@@ -119,8 +128,7 @@ final class StageWorker: @unchecked Sendable {
                     continue
                 }
                 if gst_app_sink_is_eos(appsink) != 0 {
-                    postStatistics()
-                    if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
+                    finishStream()
                     return
                 }
                 if stopping.load(ordering: .relaxed) { return }
@@ -196,6 +204,12 @@ final class StageWorker: @unchecked Sendable {
         let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
         return gst_app_src_push_buffer(appsrc, own)
+    }
+
+    /// End of stream: the summary, then end-of-stream downstream.
+    private func finishStream() {
+        postStatistics()
+        if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
 
     /// First sample and caps changes: tell the stage, and report the caps on the bus.

@@ -192,6 +192,17 @@ import Testing
         #expect(none.status == 2)
     }
 
+    /// Every file in Pipelines/ expands and parses (every element and property exists).
+    @Test func everyPipelineFileParses() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("Pipelines").path)
+            .filter { $0.hasSuffix(".pipeline") }
+        #expect(files.count >= 7, "\(files)")
+        for file in files {
+            let r = try CLI.run(["inspect", String(file.dropLast(".pipeline".count)), "INPUT=/tmp/in.mp4", "OUTPUT=/tmp/out.mp4"])
+            #expect(r.status == 0, "\(file): \(r.stderr)")
+        }
+    }
+
     /// Every stage's example (shown by `streamlens stages` and in its doc comment) runs.
     @Test func everyStagesExampleRuns() throws {
         let stages = try CLI.run(["stages"])

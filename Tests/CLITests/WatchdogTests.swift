@@ -45,6 +45,57 @@ import Testing
         #expect((line?.framesOut ?? 0) > 100, "\(r.stderr)")
     }
 
+    /// The case: an RTSP camera (here a second streamlens serving a test pattern) drops
+    /// three times; the relay's own RTSP output keeps serving and resumes each time.
+    @Test func anRTSPCameraIsReconnectedAndTheRelayKeepsServing() throws {
+        let (cameraPort, relayPort) = (18621, 18622)
+        @Sendable func startCamera() throws -> Process {
+            let p = Process()
+            p.executableURL = CLI.binary
+            p.arguments = ["run", "-q", "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=15/1 ! lensrtsp port=\(cameraPort) mount=/cam"]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            return p
+        }
+        let box = CameraBox(try startCamera())
+        defer { kill(box.camera.processIdentifier, SIGKILL) }
+        let clientOK = ClientResults()
+        let controller = Thread {
+            Thread.sleep(forTimeInterval: 5)
+            for _ in 0..<3 {
+                kill(box.camera.processIdentifier, SIGKILL)
+                box.camera.waitUntilExit()
+                Thread.sleep(forTimeInterval: 2)
+                if let next = try? startCamera() { box.camera = next }
+                Thread.sleep(forTimeInterval: 7)
+                // A player of the relay's output decodes frames again.
+                clientOK.add(WatchdogTests.decodes("rtsp://127.0.0.1:\(relayPort)/faces"))
+            }
+        }
+        controller.start()
+        let r = try CLI.run(["run", "rtsp-relay", "INPUT=rtsp://127.0.0.1:\(cameraPort)/cam", "PORT=\(relayPort)", "TIMEOUT=2", "JITTER=0", "BACKOFF=0.5"],
+                            timeout: 90, signals: [(after: 40, signal: SIGINT)])
+        #expect(r.status == 0, "\(r.stderr)")
+        let recoveries = r.stderr.components(separatedBy: "lenswatchdog0: source back after").count - 1
+        #expect(recoveries >= 3, "\(r.stderr)")
+        #expect(clientOK.values == [true, true, true], "players of the relay after each outage: \(clientOK.values)\n\(r.stderr)")
+    }
+
+    /// ffmpeg decodes 10 frames from the URL within 10 s.
+    static func decodes(_ url: String) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        p.arguments = ["-nostdin", "-loglevel", "error", "-rtsp_transport", "tcp", "-i", url, "-frames:v", "10", "-f", "null", "-"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { usleep(50_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit(); return false }
+        return p.terminationStatus == 0
+    }
+
     @Test func aFileLoopsAsALiveSource() throws {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -72,6 +123,15 @@ import Testing
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("error: lenswatchdog0: the source failed 2 times in a row; giving up (last: tcpclientsrc0: Could not open resource for reading.)"), "\(r.stderr)")
     }
+}
+
+/// What the controller thread's players saw.
+/// @unchecked Sendable: an NSLock guards the list.
+final class ClientResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [Bool] = []
+    func add(_ ok: Bool) { lock.lock(); list.append(ok); lock.unlock() }
+    var values: [Bool] { lock.lock(); defer { lock.unlock() }; return list }
 }
 
 /// The camera process, replaced by the controller thread.

@@ -138,6 +138,9 @@ void sl_stage_flush_input(GstElement *stage);
 // the watchdog starts it once the pipeline plays, and again after each outage.
 void sl_element_restart(GstElement *element, gboolean stop);
 void sl_stage_lock_upstream(GstElement *stage, gboolean locked);
+// Records the source part's links of dynamic pads while they exist (a failing source may have
+// removed its pads by the time it is stopped).
+void sl_stage_record_upstream_links(GstElement *stage);
 // TRUE once the element's parent has a clock (the pipeline chose it on its way to PLAYING).
 gboolean sl_element_parent_has_clock(GstElement *element);
 // Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
