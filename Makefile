@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test bench-bridge bench-detect bench-stylize clean
+.PHONY: setup build demo test bench-bridge bench-detect bench-stylize bench-live clean
 
 setup:
 	@tools/setup.sh
@@ -40,6 +40,12 @@ bench-detect: build
 # fps at 640x480; flicker with and without smoothing (bench/stylize.sh; RUNS=3 by default).
 bench-stylize: build
 	bench/stylize.sh $(BIN_RELEASE)
+
+# Live 30 fps 1280x720 source -> lenspass / lensdetect / lensstylize -> lensrtsp -> RTSP player on
+# loopback: glass-to-client latency from a time code stamped into the pixels, fps, drops, RSS
+# growth (bench/live.sh; DURATION=60 s per variant by default).
+bench-live: build
+	bench/live.sh $(BIN_RELEASE)
 
 clean:
 	rm -rf .build out

@@ -46,46 +46,14 @@ for f in Models/magenta-style.json .deps/media/astronaut.png; do
 done
 
 # --- Debian packages: GNU time, PyGObject (idempotent) ---
-APT_PACKAGES=(time python3-gi python3-venv gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0)
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench-stylize: apt-get install ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt_log=$(mktemp /tmp/bench-stylize-apt.XXXXXX)
-  if ! { apt-get install -y -q --no-install-recommends "${missing[@]}" >"$apt_log" 2>&1 \
-         || { apt-get update -q >>"$apt_log" 2>&1 && apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$apt_log" 2>&1; }; }; then
-    echo "bench-stylize: apt-get install ${missing[*]} failed:" >&2
-    tail -n 15 "$apt_log" | sed 's/^/    /' >&2
-    rm -f "$apt_log"
-    exit 1
-  fi
-  rm -f "$apt_log"
-fi
+source "$ROOT/bench/lib.sh"
+bench_apt bench-stylize time python3-gi python3-venv gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
 [ -x /usr/bin/time ] || { echo "bench-stylize: /usr/bin/time missing (apt package time)" >&2; exit 1; }
 gst-inspect-1.0 rawvideoparse >/dev/null 2>&1 || { echo "bench-stylize: GStreamer has no rawvideoparse (gstreamer1.0-plugins-bad; run make setup)" >&2; exit 1; }
 
 # --- The Python venv (the same one bench/detect.sh makes): Debian's python3 (for its
 # python3-gi), numpy and the pinned openvino wheel, whose benchmark_app is the raw limit. ---
-VENV=.deps/bench-venv
-SYS_PY=/usr/bin/python3
-WHEEL=$(ls .deps/wheels/openvino-2026.4.1-*.whl 2>/dev/null | head -n1 || true)
-[ -n "$WHEEL" ] || { echo "bench-stylize: .deps/wheels/openvino-2026.4.1-*.whl missing (run make setup)" >&2; exit 1; }
-PY_CHECK='import gi; gi.require_version("Gst", "1.0"); gi.require_version("GstApp", "1.0"); gi.require_version("GstVideo", "1.0"); from gi.repository import Gst, GstApp, GstVideo; import numpy, openvino'
-STAMP="$VENV/.bench-ready-$(basename "$WHEEL")"
-if [ ! -f "$STAMP" ] || ! "$VENV/bin/python" -c "$PY_CHECK" >/dev/null 2>&1; then
-  [ -x "$SYS_PY" ] || { echo "bench-stylize: $SYS_PY (Debian's python3) missing" >&2; exit 1; }
-  "$SYS_PY" -c 'import gi' 2>/dev/null || { echo "bench-stylize: $SYS_PY cannot import gi (apt python3-gi)" >&2; exit 1; }
-  echo "bench-stylize: making $VENV (numpy, $(basename "$WHEEL"))" >&2
-  rm -rf "$VENV"
-  "$SYS_PY" -m venv --system-site-packages "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check 'numpy<2.6' "$WHEEL" >&2
-  "$VENV/bin/python" -c "$PY_CHECK" || { echo "bench-stylize: $VENV cannot import gi, numpy and openvino" >&2; exit 1; }
-  touch "$STAMP"
-fi
-PY="$ROOT/$VENV/bin/python"
+bench_venv bench-stylize
 BENCHMARK_APP="$ROOT/$VENV/bin/benchmark_app"
 [ -x "$BENCHMARK_APP" ] || { echo "bench-stylize: $BENCHMARK_APP missing (the openvino wheel's benchmark_app)" >&2; exit 1; }
 

@@ -1,0 +1,46 @@
+# Sourced by the benchmarks (needs ROOT). bench_apt installs Debian packages a benchmark needs
+# (idempotent); bench_venv makes the Python venv their peers run in, once and shared —
+# Debian's python3 (for its python3-gi; the PATH's python3 may be another interpreter without
+# gi), numpy and the pinned openvino wheel from .deps/wheels.
+# Usage: bench_venv NAME   (NAME prefixes messages); sets VENV and PY. Needs ROOT.
+bench_venv() {
+  local name=$1
+  VENV=.deps/bench-venv
+  local sys_py=/usr/bin/python3 wheel check stamp
+  wheel=$(ls .deps/wheels/openvino-2026.4.1-*.whl 2>/dev/null | head -n1 || true)
+  [ -n "$wheel" ] || { echo "$name: .deps/wheels/openvino-2026.4.1-*.whl missing (run make setup)" >&2; exit 1; }
+  check='import gi; gi.require_version("Gst", "1.0"); gi.require_version("GstApp", "1.0"); gi.require_version("GstVideo", "1.0"); from gi.repository import Gst, GstApp, GstVideo; import numpy, openvino'
+  stamp="$VENV/.bench-ready-$(basename "$wheel")"
+  if [ ! -f "$stamp" ] || ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
+    [ -x "$sys_py" ] || { echo "$name: $sys_py (Debian's python3) missing" >&2; exit 1; }
+    "$sys_py" -c 'import gi' 2>/dev/null || { echo "$name: $sys_py cannot import gi (apt python3-gi)" >&2; exit 1; }
+    echo "$name: making $VENV (numpy, $(basename "$wheel"))" >&2
+    rm -rf "$VENV"
+    "$sys_py" -m venv --system-site-packages "$VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check 'numpy<2.6' "$wheel" >&2
+    "$VENV/bin/python" -c "$check" || { echo "$name: $VENV cannot import gi, numpy and openvino" >&2; exit 1; }
+    touch "$stamp"
+  fi
+  PY="$ROOT/$VENV/bin/python"
+}
+
+# Usage: bench_apt NAME PACKAGE…   installs the packages not installed yet (apt log on failure).
+bench_apt() {
+  local name=$1; shift
+  local missing=() p apt_log
+  for p in "$@"; do
+    dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  echo "$name: apt-get install ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt_log=$(mktemp "/tmp/$name-apt.XXXXXX")
+  if ! { apt-get install -y -q --no-install-recommends "${missing[@]}" >"$apt_log" 2>&1 \
+         || { apt-get update -q >>"$apt_log" 2>&1 && apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$apt_log" 2>&1; }; }; then
+    echo "$name: apt-get install ${missing[*]} failed:" >&2
+    tail -n 15 "$apt_log" | sed 's/^/    /' >&2
+    rm -f "$apt_log"
+    exit 1
+  fi
+  rm -f "$apt_log"
+}
