@@ -113,7 +113,7 @@ final class SourceWatchdog: @unchecked Sendable {
         if outageStart == nil { outageStart = DispatchTime.now().uptimeNanoseconds }
         failedAttempts += 1
         if retries > 0 && failedAttempts > retries {
-            sl_stage_post_error(element, "the source failed \(retries) times in a row; giving up (last: \(reason))", nil)
+            sl_stage_post_error(element, "the source failed \(retries) time\(retries == 1 ? "" : "s") in a row; giving up (last: \(reason))", nil)
             return false
         }
         let limit = retries > 0 ? " of \(retries)" : ""

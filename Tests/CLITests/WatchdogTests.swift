@@ -117,6 +117,13 @@ import Testing
         #expect(((50...90).contains(line?.framesOut ?? 0)), "\(r.stderr)")
     }
 
+    /// The webcam pipeline with no camera: after its retries, an error naming the device.
+    @Test func webcamPipelineWithoutACameraNamesTheDevice() throws {
+        let r = try CLI.run(["run", "webcam-rtsp", "DEVICE=/dev/video-streamlens-none", "RETRIES=1", "PORT=18623"], timeout: 60)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("error: lenswatchdog0: the source failed 1 time in a row; giving up (last: v4l2src0: camera /dev/video-streamlens-none not found"), "\(r.stderr)")
+    }
+
     @Test func givesUpAfterTheRetriesWithAClearError() throws {
         let r = try CLI.run(["run", "tcpclientsrc host=127.0.0.1 port=18619 ! tsdemux ! h264parse ! avdec_h264 ! videoconvert ! lenswatchdog retries=2 backoff=0.2 ! fakesink"],
                             timeout: 60)
