@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test bench-bridge bench-detect bench-stylize bench-live clean
+.PHONY: setup build demo test install-plugin bench-bridge bench-detect bench-stylize bench-live clean
 
 setup:
 	@tools/setup.sh
@@ -46,6 +46,14 @@ bench-stylize: build
 # growth (bench/live.sh; DURATION=60 s per variant by default).
 bench-live: build
 	bench/live.sh $(BIN_RELEASE)
+
+# The stages as a GStreamer plugin for gst-launch-1.0, gst-inspect-1.0, Python and any GStreamer
+# application of this user: libgststreamlens.so into GStreamer's per-user plugin folder.
+PLUGIN_DIR ?= $(HOME)/.local/share/gstreamer-1.0/plugins
+install-plugin: build
+	install -d $(PLUGIN_DIR)
+	install -m 644 $(dir $(BIN_RELEASE))libgststreamlens.so $(PLUGIN_DIR)/libgststreamlens.so
+	@echo "install-plugin: $(PLUGIN_DIR)/libgststreamlens.so (try: gst-inspect-1.0 lensdetect)"
 
 clean:
 	rm -rf .build out

@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
         .executable(name: "streamlens", targets: ["streamlens"]),
+        // libgststreamlens.so: the stages as a GStreamer plugin (GST_PLUGIN_PATH, make install-plugin).
+        .library(name: "gststreamlens", type: .dynamic, targets: ["CStreamLensPlugin", "StreamLensPlugin"]),
     ],
     targets: [
         // C fences. One pkg-config string, space-separated (comma-separated fails at link time).
@@ -44,6 +46,9 @@ let package = Package(
         // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
         .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP"]),
+        // The plugin: its GST_PLUGIN_DEFINE descriptor (C) and the Swift function it calls.
+        .target(name: "CStreamLensPlugin", dependencies: ["CGStreamer"]),
+        .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages"]),
         .executableTarget(
             name: "streamlens",
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),

@@ -596,7 +596,15 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
                              data->info.caps_passthrough ? data->sink_caps : GST_CAPS_ANY));
 }
 
-gboolean sl_stage_register(const SLStageInfo *info) {
+void sl_registry_forget_plugin(const char *name) {
+    GstRegistry *registry = gst_registry_get();
+    GstPlugin *plugin = gst_registry_find_plugin(registry, name);
+    if (!plugin) return;
+    gst_registry_remove_plugin(registry, plugin);
+    gst_object_unref(plugin);
+}
+
+gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin) {
     if (!sl_stage_quark) sl_stage_quark = g_quark_from_static_string("streamlens-stage");
     // "GstLenspass": GStreamer names instances after the type minus "Gst", so the first
     // lenspass in a pipeline is "lenspass0", as users expect from gst-launch.
@@ -627,7 +635,7 @@ gboolean sl_stage_register(const SLStageInfo *info) {
         g_type_set_qdata(type, sl_stage_quark, GINT_TO_POINTER(1));
     }
     g_free(type_name);
-    return gst_element_register(NULL, info->name, GST_RANK_NONE, type);
+    return gst_element_register(plugin, info->name, GST_RANK_NONE, type);
 }
 
 GstAppSink *sl_stage_appsink(GstElement *stage) { return GST_APP_SINK(((SLStage *)stage)->appsink); }
@@ -737,7 +745,13 @@ gboolean sl_message_parse_info(GstMessage *message, const char **kind, const cha
 }
 
 void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score) {
+    // Ids 0, 1, 2… in the buffer, so bindings can fetch each by id
+    // (GstVideo.buffer_get_video_region_of_interest_meta_id in Python).
+    gint id = 0;
+    gpointer state = NULL;
+    while (gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) id++;
     GstVideoRegionOfInterestMeta *meta = gst_buffer_add_video_region_of_interest_meta(buffer, label, x, y, width, height);
+    if (meta) meta->id = id;
     if (meta && score >= 0)
         gst_video_region_of_interest_meta_add_param(meta, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, score, NULL));
 }

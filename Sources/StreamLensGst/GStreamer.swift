@@ -8,7 +8,25 @@ public enum GStreamer {
     /// Initialises GStreamer (idempotent) and registers `stages` as elements.
     public static func initialize(stages: [any Stage.Type]) throws {
         gst_init(nil, nil)
+        // The same stages installed as a plugin (make install-plugin) would register the same
+        // types a second time when loaded: this process uses its own, so the plugin is ignored.
+        sl_registry_forget_plugin(pluginName)
         try StageElements.register(stages)
+    }
+
+    /// The plugin's name: libgst<name>.so, GST_PLUGIN_DEFINE's name.
+    public static let pluginName = "streamlens"
+
+    /// Registers `stages` as the features of a plugin being loaded by GStreamer (called from the
+    /// plugin's init function, Sources/CStreamLensPlugin). Returns false, with a GStreamer
+    /// warning, when registration fails.
+    public static func registerPlugin(_ plugin: UnsafeMutableRawPointer, stages: [any Stage.Type]) -> Bool {
+        do {
+            try StageElements.register(stages, plugin: OpaquePointer(plugin))
+            return true
+        } catch {
+            return false
+        }
     }
 
     /// "GStreamer 1.22.0"

@@ -14,7 +14,7 @@ enum StageElements {
     /// end of stream for an outage.
     static let ending = Atomic<Bool>(false)
 
-    static func register(_ types: [any Stage.Type]) throws {
+    static func register(_ types: [any Stage.Type], plugin: OpaquePointer? = nil) throws {
         let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged)
         sl_stage_set_callbacks(callbacks)
         for type in types {
@@ -62,7 +62,7 @@ enum StageElements {
                 info.type_id = id
                 info.props = UnsafePointer(buffer.baseAddress)
                 info.n_props = UInt32(buffer.count)
-                return sl_stage_register(&info)
+                return sl_stage_register(&info, plugin)
             }
             guard ok != 0 else { throw HostError(.runtime, "could not register stage \(d.name)") }
         }

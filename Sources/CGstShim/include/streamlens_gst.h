@@ -80,7 +80,11 @@ typedef struct {
 } SLStageCallbacks;
 
 void sl_stage_set_callbacks(SLStageCallbacks callbacks);
-gboolean sl_stage_register(const SLStageInfo *info);
+// Registers the stage type (once per process) and its element factory: in-process (plugin NULL,
+// the CLI) or as a feature of a loaded plugin (libgststreamlens.so).
+gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin);
+// Removes a plugin of that name from the registry (the CLI registers the same stages in-process).
+void sl_registry_forget_plugin(const char *name);
 gboolean sl_is_stage(GstElement *element);
 
 GstAppSink *sl_stage_appsink(GstElement *stage);

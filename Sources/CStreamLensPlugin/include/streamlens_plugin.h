@@ -1,0 +1,2 @@
+// The GStreamer plugin descriptor of libgststreamlens.so (see plugin.c). Nothing to import.
+#pragma once

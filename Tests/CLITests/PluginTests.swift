@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+/// libgststreamlens.so, the stages as a GStreamer plugin: found by gst-inspect-1.0 and
+/// gst-launch-1.0 through GST_PLUGIN_PATH, same results as `streamlens run`, usable from Python.
+@Suite(.serialized) struct PluginTests {
+    static let folder = CLI.binary.deletingLastPathComponent()
+    static var environment: [String: String] {
+        var e = ProcessInfo.processInfo.environment
+        e["GST_PLUGIN_PATH"] = folder.path
+        return e
+    }
+
+    static func gst(_ tool: String, _ args: [String]) throws -> CLI.Result {
+        try CLI.spawn(URL(fileURLWithPath: "/usr/bin/\(tool)"), args, environment: environment, timeout: 120)
+    }
+
+    @Test func gstInspectShowsEveryStageAndProperty() throws {
+        let plugin = try Self.gst("gst-inspect-1.0", ["streamlens"])
+        #expect(plugin.status == 0, "\(plugin.stderr)")
+        let stages = try CLI.run(["stages"])
+        let names = stages.stdout.split(separator: "\n").filter { !$0.hasPrefix(" ") && $0.contains(": ") }.map { String($0.prefix { $0 != ":" }) }
+        #expect(names.count >= 5, "\(stages.stdout)")
+        for name in names {
+            #expect(plugin.stdout.contains(name), "\(name) not in the plugin: \(plugin.stdout)")
+            let inspect = try Self.gst("gst-inspect-1.0", [name])
+            #expect(inspect.status == 0, "\(name): \(inspect.stderr)")
+            // Every property of the stage's table, with its help text.
+            let section = stages.stdout.components(separatedBy: "\(name): ")[1].components(separatedBy: "\n\n")[0]
+            for line in section.split(separator: "\n") where line.hasPrefix("    ") {
+                let property = String(line.dropFirst(4).prefix { $0 != "=" })
+                #expect(inspect.stdout.contains("  \(property) "), "\(name).\(property) missing from gst-inspect-1.0")
+            }
+        }
+    }
+
+    @Test func gstLaunchGivesTheSameDetectionsAsStreamlensRun() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = dir.appendingPathComponent("launch.jsonl").path, b = dir.appendingPathComponent("run.jsonl").path
+        let model = CLI.packageRoot.appendingPathComponent("Models/face-short-range.json").path
+        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/astronaut.png").path
+        let spec = "filesrc location=\(photo) ! pngdec ! imagefreeze num-buffers=8 ! videoconvert ! video/x-raw,format=RGB,framerate=10/1 ! lensdetect model=\(model) precision=f32 metadata=%@ ! fakesink"
+        let launch = try Self.gst("gst-launch-1.0", ["-q"] + String(format: spec, a).split(separator: " ").map(String.init))
+        #expect(launch.status == 0, "\(launch.stderr)")
+        let run = try CLI.run(["run", "-q", String(format: spec, b)])
+        #expect(run.status == 0, "\(run.stderr)")
+        let x = try String(contentsOfFile: a, encoding: .utf8), y = try String(contentsOfFile: b, encoding: .utf8)
+        #expect(x.split(separator: "\n").count == 8)
+        #expect(x.contains("\"score\""))
+        #expect(x == y, "gst-launch-1.0:\n\(x)\nstreamlens run:\n\(y)")
+    }
+
+    @Test func pythonExampleReadsTheFacesFromTheMeta() throws {
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["examples/python/read_faces.py", ".deps/media/astronaut.png", "4"],
+                              environment: Self.environment, timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("frame ") && $0.contains(": face 0.") }.count == 4, "\(r.stdout)")
+        #expect(lines.last == "4 frames", "\(r.stdout)")
+        // The face of the astronaut (DetectTests' reference box): x 179…, y 81…
+        #expect(r.stdout.contains("at 179,81"), "\(r.stdout)")
+    }
+
+    @Test func badSettingsAreElementErrorsNotCrashes() throws {
+        let launch = try Self.gst("gst-launch-1.0", ["-q", "videotestsrc", "num-buffers=3", "!", "videoconvert", "!", "lensdetect", "model=/nonexistent/face.json", "!", "fakesink"])
+        // gst-launch-1.0's own exit code for a pipeline error (255), not a signal.
+        #expect(launch.status == 255, "\(launch.status): \(launch.stderr)")
+        #expect(launch.stderr.contains("model manifest /nonexistent/face.json not found"), "\(launch.stderr)")
+        // The plugin loaded twice (the file given again): the second load is the same plugin.
+        let twice = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import gi, sys
+            gi.require_version("Gst", "1.0")
+            from gi.repository import Gst
+            Gst.init(None)
+            path = sys.argv[1]
+            a = Gst.Plugin.load_file(path); b = Gst.Plugin.load_file(path)
+            print(a.get_name(), b.get_name(), Gst.ElementFactory.make("lenspass", None) is not None)
+            """, Self.folder.appendingPathComponent("libgststreamlens.so").path], environment: Self.environment, timeout: 60)
+        #expect(twice.status == 0, "\(twice.stderr)")
+        #expect(twice.stdout.contains("streamlens streamlens True"), "\(twice.stdout)\(twice.stderr)")
+        // streamlens itself with the plugin on the path: its own registration wins, no clash.
+        let cli = try CLI.spawn(CLI.binary, ["run", "-q", "videotestsrc num-buffers=5 ! videoconvert ! lensdetect ! fakesink"], environment: Self.environment)
+        #expect(cli.status == 0, "\(cli.stderr)")
+    }
+
+    /// An application changes a property with g_object_set while PLAYING; the stage applies it
+    /// between frames (here lensstylize's strength, set to 0 halfway: later frames are the input).
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func propertiesChangedWhilePlayingTakeEffect() throws {
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import gi, sys
+            gi.require_version("Gst", "1.0")
+            from gi.repository import Gst
+            Gst.init(None)
+            p = Gst.parse_launch("filesrc location=.deps/media/astronaut.png ! pngdec ! videoconvert ! videoscale "
+                "! video/x-raw,format=RGB,width=64,height=64 ! imagefreeze num-buffers=30 ! video/x-raw,framerate=10/1 "
+                "! identity sync=true ! tee name=t t. ! queue ! lensstylize name=s inference-size=64 mode=lossless ! appsink name=out sync=false "
+                "t. ! queue ! appsink name=ref sync=false")
+            out, ref, stylize = p.get_by_name("out"), p.get_by_name("ref"), p.get_by_name("s")
+            p.set_state(Gst.State.PLAYING)
+            frames = []
+            while True:
+                sample = out.emit("try-pull-sample", 5 * Gst.SECOND)
+                if sample is None: break
+                frames.append(sample.get_buffer().extract_dup(0, 64 * 64 * 3))
+                if len(frames) == 12: stylize.set_property("strength", 0.0)
+            original = ref.emit("try-pull-sample", Gst.SECOND).get_buffer().extract_dup(0, 64 * 64 * 3)
+            p.set_state(Gst.State.NULL)
+            same = [f == original for f in frames]
+            print(len(frames), "".join("=" if x else "x" for x in same))
+            """], environment: Self.environment, timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        let words = r.stdout.split(separator: " ")
+        #expect(words.first == "30", "\(r.stdout)\(r.stderr)")
+        let marks = words.last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        // Stylized at first, the input itself at the end, one switch.
+        #expect(marks.hasPrefix("xxxxx") && marks.hasSuffix("====="), "\(marks)")
+        #expect(zip(marks, marks.dropFirst()).filter { $0 != $1 }.count == 1, "\(marks)")
+    }
+}
