@@ -432,6 +432,13 @@ void sl_stage_record_upstream_links(GstElement *stage) {
     g_list_free_full(up, gst_object_unref);
 }
 
+void sl_stage_end_input(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    GstPad *pad = gst_element_get_static_pad(self->appsink, "sink");
+    gst_pad_send_event(pad, gst_event_new_eos());
+    gst_object_unref(pad);
+}
+
 void sl_element_restart(GstElement *element, gboolean stop) {
     if (stop) {
         sl_record_dynamic_links(element);

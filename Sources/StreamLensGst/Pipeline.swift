@@ -157,7 +157,14 @@ public final class Pipeline {
                     StageElements.ending.store(true, ordering: .relaxed)
                     progress.clear()
                     log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
-                    gst_element_send_event(pipeline, gst_event_new_eos())
+                    // From its own thread: a source busy reconnecting (rtspsrc behind a watchdog)
+                    // can hold the event for a long time, and the bus loop must go on.
+                    gst_object_ref(pipeline)
+                    let target = ElementReference(pipeline)
+                    Thread.detachNewThread {
+                        gst_element_send_event(target.pointer, gst_event_new_eos())
+                        gst_object_unref(target.pointer)
+                    }
                 } else {
                     progress.clear()
                     log("aborted")

@@ -8,7 +8,7 @@ import Synchronization
 /// worker thread: the source part (everything upstream of the stage) is set to NULL and back to
 /// the pipeline's state after a failure (an error it posted, an end of stream, no frame for
 /// `timeout`), waiting `backoff` seconds first and doubling the wait after each restart that
-/// brings no frame, up to 30 s. `retries` restarts in a row without a frame end the run with an
+/// brings no frame, up to `max-backoff` (30 s by default). `retries` restarts in a row without a frame end the run with an
 /// error. Everything downstream keeps running.
 ///
 /// @unchecked Sendable: `failure` is a Mutex (set by the bus thread); everything else is used by
@@ -20,7 +20,7 @@ final class SourceWatchdog: @unchecked Sendable {
     let retries: Int
     let initialBackoff: Double
     let restartOnEOS: Bool
-    static let maximumBackoff = 30.0
+    let maximumBackoff: Double
 
     private let failure = Mutex<String?>(nil)
     private var lastFrame = DispatchTime.now().uptimeNanoseconds
@@ -37,6 +37,7 @@ final class SourceWatchdog: @unchecked Sendable {
         retries = settings.int("retries")
         initialBackoff = settings.double("backoff")
         restartOnEOS = settings.bool("restart-on-eos")
+        maximumBackoff = settings.double("max-backoff")
         backoff = initialBackoff
     }
 
@@ -124,7 +125,7 @@ final class SourceWatchdog: @unchecked Sendable {
             if stopping() || StageElements.ending.load(ordering: .relaxed) { return false }
             usleep(50_000)
         }
-        backoff = min(Self.maximumBackoff, max(0.1, backoff * 2))
+        backoff = min(maximumBackoff, max(0.1, backoff * 2))
         let (list, elements) = sourceElements()
         // Stop from the source end, start again from the stage's end (so each element has
         // somewhere to push when its upstream starts).

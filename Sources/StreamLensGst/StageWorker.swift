@@ -112,13 +112,13 @@ final class StageWorker: @unchecked Sendable {
                 if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
                     // Ending (Ctrl-C) while the source is down: its end-of-stream will not come
                     // through a stopped source, so the watchdog ends the stream itself.
-                    if StageElements.ending.load(ordering: .relaxed) { finishStream() }
+                    if StageElements.ending.load(ordering: .relaxed) { endWithoutSource() }
                     return
                 }
                 continue
             }
             if watchdog != nil, StageElements.ending.load(ordering: .relaxed), watchdog?.sourceIsDown == true {
-                finishStream()
+                endWithoutSource()
                 return
             }
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
@@ -204,6 +204,13 @@ final class StageWorker: @unchecked Sendable {
         let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
         return gst_app_src_push_buffer(appsrc, own)
+    }
+
+    /// Ctrl-C while a watchdog's source is down: no end-of-stream will come through it, so the
+    /// stage ends its own input (the pipeline waits for its inner appsink too) and its output.
+    private func endWithoutSource() {
+        sl_stage_end_input(element)
+        finishStream()
     }
 
     /// End of stream: the summary, then end-of-stream downstream.

@@ -22,7 +22,9 @@ public final class WatchdogStage: Stage {
             PropertySpec("retries", .int(0...1_000_000), default: .int(10),
                          help: "failed restarts in a row before the run ends with an error (0: never give up)"),
             PropertySpec("backoff", .double(0...600), default: .double(1),
-                         help: "seconds before the first restart; doubled after each failed one, up to 30"),
+                         help: "seconds before the first restart; doubled after each failed one, up to max-backoff"),
+            PropertySpec("max-backoff", .double(0...3600), default: .double(30),
+                         help: "longest wait between two restarts, seconds (how soon a source that is back is noticed)"),
             PropertySpec("restart-on-eos", .bool, default: .bool(true),
                          help: "an end of stream from the source is an outage (a file then plays in a loop); false: end the run"),
         ])

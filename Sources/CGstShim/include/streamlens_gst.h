@@ -137,6 +137,9 @@ gboolean sl_stage_is_upstream(GstElement *stage, GstObject *object);
 // Flushes the stage's input: queued frames and a received end-of-stream are dropped, so a
 // restarted source can deliver again.
 void sl_stage_flush_input(GstElement *stage);
+// Sends end-of-stream into the stage's own input: the pipeline counts the inner appsink among its
+// sinks, and a stopped source part will never send one.
+void sl_stage_end_input(GstElement *stage);
 // Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
 // watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
 // the watchdog starts it once the pipeline plays, and again after each outage.
