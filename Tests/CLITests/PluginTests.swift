@@ -51,6 +51,23 @@ import Testing
         #expect(x == y, "gst-launch-1.0:\n\(x)\nstreamlens run:\n\(y)")
     }
 
+    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
+    func gstLaunchStylizesLikeStreamlensRun() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = dir.appendingPathComponent("launch.rgb").path, b = dir.appendingPathComponent("run.rgb").path
+        let model = CLI.packageRoot.appendingPathComponent("Models/magenta-style.json").path
+        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/chelsea.png").path
+        let spec = "filesrc location=\(photo) ! pngdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=160,height=120 ! imagefreeze num-buffers=3 ! lensstylize model=\(model) precision=f32 inference-size=128 strength=0.7 ! filesink location=%@"
+        let launch = try Self.gst("gst-launch-1.0", ["-q"] + String(format: spec, a).split(separator: " ").map(String.init))
+        #expect(launch.status == 0, "\(launch.stderr)")
+        let run = try CLI.run(["run", "-q", String(format: spec, b)])
+        #expect(run.status == 0, "\(run.stderr)")
+        let x = try Data(contentsOf: URL(fileURLWithPath: a)), y = try Data(contentsOf: URL(fileURLWithPath: b))
+        #expect(x.count == 3 * 160 * 120 * 3)
+        #expect(x == y, "gst-launch-1.0 and streamlens run give different pixels")
+    }
+
     @Test func pythonExampleReadsTheFacesFromTheMeta() throws {
         let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["examples/python/read_faces.py", ".deps/media/astronaut.png", "4"],
                               environment: Self.environment, timeout: 120)
