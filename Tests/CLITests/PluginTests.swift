@@ -34,18 +34,24 @@ import Testing
         }
     }
 
-    @Test func gstLaunchGivesTheSameDetectionsAsStreamlensRun() throws {
+    /// Runs `spec` (with %@ for its output file) through plain gst-launch-1.0 with the plugin and
+    /// through `streamlens run`; returns both outputs.
+    static func outputs(of spec: String) throws -> (launch: Data, run: Data) {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let a = dir.appendingPathComponent("launch.jsonl").path, b = dir.appendingPathComponent("run.jsonl").path
-        let model = CLI.packageRoot.appendingPathComponent("Models/face-short-range.json").path
-        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/astronaut.png").path
-        let spec = "filesrc location=\(photo) ! pngdec ! imagefreeze num-buffers=8 ! videoconvert ! video/x-raw,format=RGB,framerate=10/1 ! lensdetect model=\(model) precision=f32 metadata=%@ ! fakesink"
-        let launch = try Self.gst("gst-launch-1.0", ["-q"] + String(format: spec, a).split(separator: " ").map(String.init))
+        let a = dir.appendingPathComponent("launch.out").path, b = dir.appendingPathComponent("run.out").path
+        let launch = try gst("gst-launch-1.0", ["-q"] + String(format: spec, a).split(separator: " ").map(String.init))
         #expect(launch.status == 0, "\(launch.stderr)")
         let run = try CLI.run(["run", "-q", String(format: spec, b)])
         #expect(run.status == 0, "\(run.stderr)")
-        let x = try String(contentsOfFile: a, encoding: .utf8), y = try String(contentsOfFile: b, encoding: .utf8)
+        return (try Data(contentsOf: URL(fileURLWithPath: a)), try Data(contentsOf: URL(fileURLWithPath: b)))
+    }
+
+    @Test func gstLaunchGivesTheSameDetectionsAsStreamlensRun() throws {
+        let model = CLI.packageRoot.appendingPathComponent("Models/face-short-range.json").path
+        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/astronaut.png").path
+        let (launch, run) = try Self.outputs(of: "filesrc location=\(photo) ! pngdec ! imagefreeze num-buffers=8 ! videoconvert ! video/x-raw,format=RGB,framerate=10/1 ! lensdetect model=\(model) precision=f32 metadata=%@ ! fakesink")
+        let x = String(decoding: launch, as: UTF8.self), y = String(decoding: run, as: UTF8.self)
         #expect(x.split(separator: "\n").count == 8)
         #expect(x.contains("\"score\""))
         #expect(x == y, "gst-launch-1.0:\n\(x)\nstreamlens run:\n\(y)")
@@ -53,17 +59,9 @@ import Testing
 
     @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
     func gstLaunchStylizesLikeStreamlensRun() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let a = dir.appendingPathComponent("launch.rgb").path, b = dir.appendingPathComponent("run.rgb").path
         let model = CLI.packageRoot.appendingPathComponent("Models/magenta-style.json").path
         let photo = CLI.packageRoot.appendingPathComponent(".deps/media/chelsea.png").path
-        let spec = "filesrc location=\(photo) ! pngdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=160,height=120 ! imagefreeze num-buffers=3 ! lensstylize model=\(model) precision=f32 inference-size=128 strength=0.7 ! filesink location=%@"
-        let launch = try Self.gst("gst-launch-1.0", ["-q"] + String(format: spec, a).split(separator: " ").map(String.init))
-        #expect(launch.status == 0, "\(launch.stderr)")
-        let run = try CLI.run(["run", "-q", String(format: spec, b)])
-        #expect(run.status == 0, "\(run.stderr)")
-        let x = try Data(contentsOf: URL(fileURLWithPath: a)), y = try Data(contentsOf: URL(fileURLWithPath: b))
+        let (x, y) = try Self.outputs(of: "filesrc location=\(photo) ! pngdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=160,height=120 ! imagefreeze num-buffers=3 ! lensstylize model=\(model) precision=f32 inference-size=128 strength=0.7 ! filesink location=%@")
         #expect(x.count == 3 * 160 * 120 * 3)
         #expect(x == y, "gst-launch-1.0 and streamlens run give different pixels")
     }
