@@ -8,7 +8,7 @@ BIN=${1:?usage: bench/bridge.sh path/to/streamlens}
 RUNS=${RUNS:-7}
 FRAMES=${FRAMES:-2000}
 secs() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; exit 1; }; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN{printf "%.4f\n", b-a}'; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+source "$(dirname "$0")/lib.sh"
 
 printf '%-10s %12s %12s %8s %14s\n' pattern gst-launch streamlens ratio "added us/frame"
 for pattern in smpte black; do

@@ -126,8 +126,6 @@ run() {
     sed -n 's/^python_peer: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/$key.err" >>"$TMP/$variant.$ending.ms"
   fi
 }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print ""; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-med() { [ -f "$TMP/$1" ] && median <"$TMP/$1" || true; }
 
 echo "bench-detect: $FRAMES frames of 1280x720 ($CLIP), $RUNS interleaved rounds; haar on $HAAR_FRAMES frames" >&2
 for round in $(seq "$RUNS"); do

@@ -44,3 +44,7 @@ bench_apt() {
   fi
   rm -f "$apt_log"
 }
+
+# The median of the numbers on stdin ("" for none), and of the numbers in $TMP/NAME.
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print ""; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+med() { [ -f "$TMP/$1" ] && median <"$TMP/$1" || true; }

@@ -173,8 +173,6 @@ raw() {
   sed -n "s/.*INFERENCE_PRECISION_HINT: <Type: '\([a-z0-9_]*\)'>.*/\1/p" "$TMP/$key.out" | head -n1 >"$TMP/raw.precision"
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print ""; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-med() { [ -f "$TMP/$1" ] && median <"$TMP/$1" || true; }
 
 echo "bench-stylize: $FRAMES frames of 1280x720 ($CLIP) and 640x480 ($SMALL_CLIP), inference at $SIZE, $RUNS interleaved rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq "$RUNS"); do
