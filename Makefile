@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test install-plugin bench-bridge bench-detect bench-stylize bench-live clean
+.PHONY: setup build demo test install-plugin bench-bridge bench-detect bench-stylize bench-live bench clean
 
 setup:
 	@tools/setup.sh
@@ -46,6 +46,13 @@ bench-stylize: build
 # growth (bench/live.sh; DURATION=60 s per variant by default).
 bench-live: build
 	bench/live.sh $(BIN_RELEASE)
+
+# All four benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
+# settings, the load average, medians and ratios against the baselines measured in the same run
+# (bench/all.sh, bench/report.py). About 15 min on a quiet machine, up to 30 on a busy one;
+# a quick look: make bench RUNS=1 DURATION=10 (5 to 10 min).
+bench: build
+	bench/all.sh $(BIN_RELEASE)
 
 # The stages as a GStreamer plugin for gst-launch-1.0, gst-inspect-1.0, Python and any GStreamer
 # application of this user: libgststreamlens.so into GStreamer's per-user plugin folder.

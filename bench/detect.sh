@@ -12,6 +12,7 @@
 # Runs are interleaved (each round runs every variant once per ending), RUNS rounds, medians.
 # Every run is a whole process: start-up and model loading are included for all of them.
 # Goals: streamlens/floor >= 0.85, streamlens/python >= 2, streamlens/haar >= 20.
+# Also writes each run's figures to $BENCH_RESULTS/detect.tsv (bench/lib.sh) for bench/report.py.
 # Usage: bench/detect.sh path/to/streamlens   (RUNS=3 HAAR_FRAMES=300 RUN_TIMEOUT=300)
 set -euo pipefail
 BIN=${1:?usage: bench/detect.sh path/to/streamlens}
@@ -52,6 +53,9 @@ n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_
 
 TMP=$(mktemp -d /tmp/bench-detect.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+results_open detect RUNS="$RUNS" FRAMES="$FRAMES" HAAR_FRAMES="$HAAR_FRAMES" RUN_TIMEOUT="$RUN_TIMEOUT"
+GOAL_FLOOR=0.85 GOAL_PYTHON=2 GOAL_HAAR=20
+result goal.floor "$GOAL_FLOOR"; result goal.python "$GOAL_PYTHON"; result goal.haar "$GOAL_HAAR"
 
 decode_of() { echo "filesrc location=$ROOT/$1 ! qtdemux ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx"; }
 DECODE=$(decode_of "$CLIP")
@@ -172,7 +176,7 @@ for ending in "${ENDINGS[@]}"; do
   ratio() { [ -n "${FPS[streamlens]}" ] && [ -n "${FPS[$1]}" ] && awk -v a="${FPS[streamlens]}" -v b="${FPS[$1]}" 'BEGIN{printf "%.2f", a/b}' || echo "n/a"; }
   verdict() { [ "$1" = n/a ] && echo "n/a" || awk -v r="$1" -v g="$2" 'BEGIN{print (r >= g) ? "met" : "NOT met"}'; }
   rf=$(ratio floor); rp=$(ratio python); rh=$(ratio haar)
-  echo "ratios: streamlens/floor ${rf}x (goal >= 0.85: $(verdict "$rf" 0.85)), streamlens/python ${rp}x (goal >= 2: $(verdict "$rp" 2)), streamlens/haar ${rh}x (goal >= 20: $(verdict "$rh" 20))"
+  echo "ratios: streamlens/floor ${rf}x (goal >= $GOAL_FLOOR: $(verdict "$rf" $GOAL_FLOOR)), streamlens/python ${rp}x (goal >= $GOAL_PYTHON: $(verdict "$rp" $GOAL_PYTHON)), streamlens/haar ${rh}x (goal >= $GOAL_HAAR: $(verdict "$rh" $GOAL_HAAR))"
   [ -f "$TMP/summary.$ending.line" ] && echo "summary (extra run without -q): $(cat "$TMP/summary.$ending.line")"
   HEADLINES+=("$ending: streamlens ${FPS[streamlens]:-failed} fps, floor ${FPS[floor]:-failed} fps (${rf}x), python ${FPS[python]:-failed} fps (${rp}x), haar ${FPS[haar]:-failed} fps (${rh}x)")
   unset FPS
@@ -187,4 +191,16 @@ echo "detect ms/frame: streamlens from lensdetect's summary (model + decoding, o
 echo "median from letterbox to decoded boxes; haar has no such figure. Peak RSS: /usr/bin/time %M, median."
 echo
 printf '%s\n' "${HEADLINES[@]}"
+
+# The figures of every run, for bench/report.py (it takes the medians and ratios itself).
+for ending in "${ENDINGS[@]}"; do
+  for variant in "${VARIANTS[@]}"; do
+    result "$ending.$variant.frames" "$(frames_of "$variant")"
+    result_list "$ending.$variant.secs" "$TMP/$variant.$ending.secs"
+    result_list "$ending.$variant.rss_kb" "$TMP/$variant.$ending.rss"
+    result_list "$ending.$variant.ms" "$TMP/$variant.$ending.ms"
+  done
+  if [ -f "$TMP/summary.$ending.line" ]; then result "$ending.streamlens.summary" "$(cat "$TMP/summary.$ending.line")"; fi
+done
+results_close $FAILED
 exit $FAILED

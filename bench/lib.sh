@@ -48,3 +48,60 @@ bench_apt() {
 # The median of the numbers on stdin ("" for none), and of the numbers in $TMP/NAME.
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print ""; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 med() { [ -f "$TMP/$1" ] && median <"$TMP/$1" || true; }
+
+# --- Machine-readable figures, for bench/report.py (`make bench`) ---
+# Every benchmark prints its own table as before and also writes what it measured, one
+# "key<TAB>value" a line, to $BENCH_RESULTS/NAME.tsv (default out/bench/results; a relative path
+# is taken from the repository's root, since the benchmarks run from different folders).
+# Lists (one figure per run, in run order) are space-separated; the report computes the medians
+# and every ratio from them itself. Why TSV and not JSON: the benchmarks are bash, and flat
+# key/value lines need no quoting there. results_open starts the file anew, so a file left by an
+# earlier run is never read as this run's; results_close ends it with the "status" line, so a
+# file without one is a benchmark that stopped part-way. BENCH_RUN_ID (set by bench/all.sh) marks
+# the files of one `make bench`; run alone, a benchmark writes "standalone".
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RESULTS_FILE=${RESULTS_FILE:-}
+
+# Usage: results_open NAME [SETTING=VALUE…]   sets RESULTS_FILE; records the settings used.
+results_open() {
+  local dir=${BENCH_RESULTS:-out/bench/results} kv
+  [[ $dir = /* ]] || dir=$BENCH_ROOT/$dir
+  mkdir -p "$dir"
+  RESULTS_FILE=$dir/$1.tsv
+  : >"$RESULTS_FILE"
+  result bench "$1"
+  result run_id "${BENCH_RUN_ID:-standalone}"
+  result started "$(date -Iseconds)"
+  result load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+  shift
+  for kv in "$@"; do result "setting.${kv%%=*}" "${kv#*=}"; done
+}
+
+# Usage: result KEY VALUE…   one line; the values joined by spaces (tabs and newlines flattened).
+result() {
+  [ -n "$RESULTS_FILE" ] || return 0
+  local key=$1; shift
+  printf '%s\t%s\n' "$key" "$(printf '%s' "$*" | tr '\t\n' '  ')" >>"$RESULTS_FILE"
+}
+
+# Usage: result_list KEY FILE   the numbers in FILE (one a line) as one space-separated list.
+result_list() { result "$1" "$([ -f "$2" ] && tr '\n' ' ' <"$2" | sed 's/ *$//' || true)"; }
+
+# Usage: results_close STATUS   (the benchmark's exit code)
+results_close() {
+  result ended "$(date -Iseconds)"
+  result load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+  result status "$1"
+}
+
+# Usage: bench_plot_venv NAME   bench_venv plus matplotlib (for bench/report.py's chart), added to
+# the same venv with pip when it is missing (not part of bench_venv's check: a venv made before
+# it is kept as is, not rebuilt under a benchmark that may be using it).
+bench_plot_venv() {
+  bench_venv "$1"
+  if ! "$PY" -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "$1: adding matplotlib to $VENV" >&2
+    "$PY" -m pip install -q --disable-pip-version-check 'matplotlib>=3.8,<3.11' >&2
+    "$PY" -c 'import matplotlib' || { echo "$1: $VENV cannot import matplotlib" >&2; exit 1; }
+  fi
+}

@@ -399,6 +399,9 @@ def stage_figures(line):
     return f
 
 
+RSS_GROWTH_GOAL_PCT = 5.0   # the issue's goal: the server's RSS grows at most this much over the window
+
+
 def run_report(a):
     interval = 1000.0 / a.fps
     rows, info = [], {}
@@ -465,6 +468,7 @@ def run_report(a):
             print(f"  note: {i['note']}")
     print()
     base = info.get("pass", {}).get("c", {}).get("p50") if "pass" in info else None
+    bounds = {}   # variant -> the p95 goal's bound (ms), from this run's figures
     verdicts = []
     for v, i in info.items():
         if v == "pass" or not i["c"]:
@@ -476,6 +480,7 @@ def run_report(a):
             verdicts.append(f"{v}: latency goal n/a ({why})")
         else:
             bound = 1.5 * (inf + interval) + base
+            bounds[v] = bound
             ok = c["p95"] <= bound
             verdicts.append(f"{v}: p95 {c['p95']:.1f} ms <= 1.5 x ({inf:.1f} inference + {interval:.1f} frame) + {base:.1f} "
                             f"encoder (lenspass p50) = {bound:.1f} ms: goal {'met' if ok else 'missed'}")
@@ -487,9 +492,39 @@ def run_report(a):
             verdicts.append(f"{v}: RSS growth n/a")
         else:
             verdicts.append(f"{v}: RSS {i['at10'][1] / 1024:.1f} MB at {i['at10'][0]:.0f} s -> {i['end'][1] / 1024:.1f} MB at "
-                            f"{i['end'][0]:.0f} s, {g:+.1f}% (<= 5%): goal {'met' if g <= 5 else 'missed'}")
+                            f"{i['end'][0]:.0f} s, {g:+.1f}% (<= {RSS_GROWTH_GOAL_PCT:g}%): goal {'met' if g <= RSS_GROWTH_GOAL_PCT else 'missed'}")
     print("\n".join(verdicts))
+    if a.results:
+        write_results(a.results, info, bounds, base)
     return 0
+
+
+def write_results(path, info, bounds, base):
+    """Appends the figures as "key<TAB>value" lines to bench/lib.sh's results file (for
+    bench/report.py): per variant, the client's latencies and fps, the stage's summary, RSS and CPU."""
+    def num(x):
+        return "" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+    lines = [("latency_base_p50", num(base)), ("goal.rss_growth_pct", num(RSS_GROWTH_GOAL_PCT))]
+    for v, i in info.items():
+        c, st = i["c"], i["st"]
+        lines.append((f"{v}.note", (i["note"] or "").replace("\n", " ")))
+        if not c:
+            lines.append((f"{v}.failed", "no client figures"))
+            continue
+        for key in ("window_s", "distinct", "fps", "missing", "unreadable", "p50", "p95", "p99", "max", "mean", "error"):
+            lines.append((f"{v}.{key}", num(c.get(key)) if key != "error" else (c.get("error") or "")))
+        for key in ("inference", "dropped", "age_p95", "line"):
+            lines.append((f"{v}.stage.{key}", num(st.get(key)) if key != "line" else st.get("line", "")))
+        lines += [(f"{v}.p95_bound", num(bounds.get(v))),
+                  (f"{v}.rss_at_s", num(i["at10"][0] if i["at10"] else None)),
+                  (f"{v}.rss_at_mb", num(i["at10"][1] / 1024 if i["at10"] else None)),
+                  (f"{v}.rss_end_s", num(i["end"][0] if i["end"] else None)),
+                  (f"{v}.rss_end_mb", num(i["end"][1] / 1024 if i["end"] else None)),
+                  (f"{v}.rss_growth_pct", num(i["growth"])),
+                  (f"{v}.cpu_pct", num(i["cpu"])), (f"{v}.other_pct", num(i["other"]))]
+    with open(path, "a") as fh:
+        for key, value in lines:
+            fh.write(f"{key}\t{' '.join(str(value).split())}\n")
 
 
 def main():
@@ -515,6 +550,7 @@ def main():
     r.add_argument("--variants", default="pass,detect,stylize")
     r.add_argument("--fps", type=float, default=30)
     r.add_argument("--rss-at", type=float, default=10)
+    r.add_argument("--results", help="append the figures as key<TAB>value lines to this file (bench/lib.sh results_open)")
     a = ap.parse_args()
     if a.role == "report":
         return run_report(a)

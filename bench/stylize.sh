@@ -21,7 +21,8 @@
 # consecutive frames (0..255) of the input and of both outputs.
 # Goals (the issue's): streamlens/raw >= 0.9 and streamlens/python >= 1.3 (fps). Exits 0 when goals
 # are missed (it says so); 1 when a run fails or an output is wrong; 0 with a message when the
-# Magenta models (../shared/models/magenta) are absent.
+# Magenta models (../shared/models/magenta) are absent. Also writes each run's figures to
+# $BENCH_RESULTS/stylize.tsv (bench/lib.sh) for bench/report.py.
 # Usage: bench/stylize.sh path/to/streamlens   (RUNS=3 RUN_TIMEOUT=300)
 set -euo pipefail
 BIN=${1:?usage: bench/stylize.sh path/to/streamlens}
@@ -38,6 +39,10 @@ MAGENTA=$(cd .. && pwd)/shared/models/magenta
 for f in style_transfer_f16_384.tflite style_predict_quantized_256.tflite munch_scream.jpg; do
   if [ ! -f "$MAGENTA/$f" ]; then
     echo "bench-stylize: skipped: $MAGENTA/$f is absent (the Magenta models are not redistributed here; see Models/magenta-style.json)"
+    source "$ROOT/bench/lib.sh"
+    results_open stylize RUNS="$RUNS"
+    result skipped "$MAGENTA/$f is absent (the Magenta models are not redistributed here)"
+    results_close 0
     exit 0
   fi
 done
@@ -72,6 +77,9 @@ done
 
 TMP=$(mktemp -d /tmp/bench-stylize.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+results_open stylize RUNS="$RUNS" FRAMES="$FRAMES" SIZE="$SIZE" FLICKER_FRAMES="$FLICKER_FRAMES" RUN_TIMEOUT="$RUN_TIMEOUT"
+GOAL_RAW=0.9 GOAL_PYTHON=1.3
+result goal.raw "$GOAL_RAW"; result goal.python "$GOAL_PYTHON"
 
 decode_of() { echo "filesrc location=$ROOT/$1 ! qtdemux ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx"; }
 STYLIZE="lensstylize model=Models/magenta-style.json inference-size=$SIZE"
@@ -292,9 +300,9 @@ for ending in "${ENDINGS[@]}"; do
   verdict() { [ "$1" = n/a ] && echo "n/a" || awk -v r="$1" -v g="$2" 'BEGIN{print (r >= g) ? "goal met" : "goal missed"}'; }
   rr=$(ratio "${FPS[streamlens.$ending]:-}" "$RAW_FPS"); rp=$(ratio "${FPS[streamlens.$ending]:-}" "${FPS[python.$ending]:-}")
   rs=$(ratio "$RAW_MS" "$(med streamlens.$ending.ms)")
-  echo "ratios: streamlens/raw ${rr}x (>= 0.9: $(verdict "$rr" 0.9)), streamlens/python ${rp}x (>= 1.3: $(verdict "$rp" 1.3));" \
+  echo "ratios: streamlens/raw ${rr}x (>= $GOAL_RAW: $(verdict "$rr" $GOAL_RAW)), streamlens/python ${rp}x (>= $GOAL_PYTHON: $(verdict "$rp" $GOAL_PYTHON));" \
        "the stage alone (raw ms / stage's own ms a frame): ${rs}x"
-  HEADLINES+=("$ending: streamlens ${FPS[streamlens.$ending]:-failed} fps (720p) = ${rr}x raw (${RAW_FPS:-failed} fps, $(verdict "$rr" 0.9)), ${rp}x python (${FPS[python.$ending]:-failed} fps, $(verdict "$rp" 1.3)); floor ${FPS[floor.$ending]:-failed} fps")
+  HEADLINES+=("$ending: streamlens ${FPS[streamlens.$ending]:-failed} fps (720p) = ${rr}x raw (${RAW_FPS:-failed} fps, $(verdict "$rr" $GOAL_RAW)), ${rp}x python (${FPS[python.$ending]:-failed} fps, $(verdict "$rp" $GOAL_PYTHON)); floor ${FPS[floor.$ending]:-failed} fps")
 done
 HEADLINES+=("fps at 640x480 (fakesink): ${FPS[small.fakesink]:-failed}; at 1280x720: ${FPS[streamlens.fakesink]:-failed}")
 
@@ -320,4 +328,24 @@ echo "pre-processing), fps = 1000 / it. streamlens runs $BIN run; python is benc
 echo "In the fakesink ending the floor is decoding alone. Peak RSS: /usr/bin/time %M, median. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 printf '%s\n' "${HEADLINES[@]}"
+
+# The figures of every run, for bench/report.py (it takes the medians and ratios itself).
+result frames "$FRAMES"
+for key in encode.floor encode.streamlens encode.python fakesink.floor fakesink.streamlens fakesink.python fakesink.small; do
+  ending=${key%%.*} variant=${key#*.}
+  for figure in secs rss ms shrink infer output blend; do
+    [ "$figure" = output ] && [ "$variant" = python ] && continue
+    [ "$figure" = rss ] && name=rss_kb || name=$figure
+    [[ $variant = floor && $figure != secs && $figure != rss ]] && continue
+    result_list "$ending.$variant.$name" "$TMP/$variant.$ending.$figure"
+  done
+done
+result_list raw.ms "$TMP/raw.ms"
+result raw.precision "$RAW_PRECISION"
+for variant in "${VARIANTS[@]}"; do result "check.$variant.changed" "${CHANGED[$variant]:-}"; done
+for name in input smoothing0 smoothing0.8; do
+  result "flicker.$name.change" "${FLICKER[$name]:-}"
+  result "flicker.$name.vs_input" "${FLICKER_CHANGE[$name]:-}"
+done
+results_close $FAILED
 exit $FAILED
