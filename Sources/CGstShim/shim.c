@@ -121,6 +121,7 @@ typedef struct {
     GstClockTime latency;     // atomic
     guint64 arrived;          // atomic
     gint downstream_flow;     // atomic: GST_FLOW_OK, or what downstream returned (EOS…)
+    guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first)
     GList *pending_tags;      // guarded by lock
     gboolean has_pending_tags; // atomic
 } SLStage;
@@ -238,6 +239,7 @@ static GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpo
     SLStage *self = data;
     gint flow = __atomic_load_n(&self->downstream_flow, __ATOMIC_RELAXED);
     if (flow != GST_FLOW_OK) {
+        __atomic_add_fetch(&self->refused, 1, __ATOMIC_RELAXED);
         gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
         GST_PAD_PROBE_INFO_DATA(info) = NULL;
         GST_PAD_PROBE_INFO_FLOW_RETURN(info) = (GstFlowReturn)flow;
@@ -714,6 +716,10 @@ gboolean sl_stage_upstream_is_live(GstElement *stage) {
 
 guint64 sl_stage_buffers_arrived(GstElement *stage) {
     return __atomic_load_n(&((SLStage *)stage)->arrived, __ATOMIC_RELAXED);
+}
+
+guint64 sl_stage_buffers_refused(GstElement *stage) {
+    return __atomic_load_n(&((SLStage *)stage)->refused, __ATOMIC_RELAXED);
 }
 
 GstClockTime sl_element_running_time_now(GstElement *element) {

@@ -59,7 +59,8 @@ public enum ControlCommand: Equatable, Sendable {
         case "help":
             return .help
         default:
-            throw ControlError("unknown command '\(verb)'; \(usage)")
+            // One line: on the socket every command gets exactly one reply line.
+            throw ControlError("unknown command '\(verb)' (commands: set, get, list, help)")
         }
     }
 

@@ -125,7 +125,10 @@ final class ControlChannel: @unchecked Sendable {
                 let descriptor = stageDescriptor(of: element)
                 for (property, value) in assignments {
                     let flags = sl_object_property_flags(element, property)
-                    guard flags != 0 else { throw ControlError("\(elementName) has no property \(property)") }
+                    guard flags != 0 else {
+                        let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
+                        throw ControlError("\(elementName) has no property \(property)\(live)")
+                    }
                     guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set") }
                     if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
                         guard spec.live else {

@@ -72,6 +72,15 @@ func parseErrorMessage(_ error: UnsafeMutablePointer<GError>) -> String {
             return "syntax error in pipeline spec: \(raw)"
         case GST_PARSE_ERROR_NO_SUCH_PROPERTY:
             return raw
+        case GST_PARSE_ERROR_COULD_NOT_SET_PROPERTY:
+            // `could not set property "delay" in element "lenspass" to "abc"`: for a stage, say
+            // what the property takes (its table's type and range).
+            if quoted.count >= 4, let spec = StageElements.registry.withLock({ types in
+                types.first { $0.descriptor.name == String(quoted[3]) }?.descriptor.properties.first { $0.name == String(quoted[1]) }
+            }) {
+                return "\(raw) (\(spec.name) takes \(spec.constraint))"
+            }
+            return raw
         case GST_PARSE_ERROR_LINK:
             return "cannot link: \(raw)"
         default:

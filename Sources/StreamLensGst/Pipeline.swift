@@ -60,16 +60,47 @@ public final class Pipeline {
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
         var error: UnsafeMutablePointer<GError>?
-        guard let pipeline = sl_pipeline_parse(description, &error) else {
-            defer { if let error { g_error_free(error) } }
-            throw HostError(.spec, error.map(parseErrorMessage) ?? "cannot parse pipeline")
+        // Parsed keeping what was built when a link fails: the two elements' pads tell what each
+        // side carries (a second parse would name them videotestsrc1 and not videotestsrc0).
+        let parsed = sl_pipeline_parse_keeping_elements(description, &error)
+        if let error {
+            defer {
+                g_error_free(error)
+                if let parsed { gst_object_unref(parsed) }
+            }
+            if error.pointee.domain == gst_parse_error_quark(), error.pointee.code == Int32(GST_PARSE_ERROR_LINK.rawValue), let parsed,
+               let raw = error.pointee.message.map({ String(cString: $0) }),
+               let explained = NegotiationDiagnosis.link(in: parsed, parseMessage: raw) {
+                throw HostError(.spec, explained)
+            }
+            var message = parseErrorMessage(error)
+            if error.pointee.domain == gst_parse_error_quark(), error.pointee.code == Int32(GST_PARSE_ERROR_SYNTAX.rawValue),
+               let hint = Self.syntaxHint(description) {
+                message += " (\(hint))"
+            }
+            throw HostError(.spec, message)
         }
-        if let error { g_error_free(error) }
+        guard let pipeline = parsed else { throw HostError(.spec, "cannot parse pipeline") }
         self.pipeline = pipeline
         self.description = description
         if let stage = stages.first(where: { sl_stage_internals_intact($0) == 0 }) {
             throw HostError(.spec, "\(objectName(stage)): its inner stage_sink/stage_src are part of the bridge and cannot be set from the spec")
         }
+    }
+
+    /// Where a spec GStreamer calls a "syntax error" goes wrong, for the usual slips; nil when
+    /// none is seen. Positions count characters from 1.
+    static func syntaxHint(_ spec: String) -> String? {
+        let chars = Array(spec)
+        if chars.filter({ $0 == "\"" }).count % 2 == 1 { return "a double quote is not closed" }
+        let bangs = chars.indices.filter { chars[$0] == "!" }
+        guard let first = bangs.first, let last = bangs.last else { return nil }
+        if chars[..<first].allSatisfy(\.isWhitespace) { return "the spec starts with '!'" }
+        if chars[(last + 1)...].allSatisfy(\.isWhitespace) { return "the spec ends with '!'" }
+        for (a, b) in zip(bangs, bangs.dropFirst()) where chars[(a + 1)..<b].allSatisfy(\.isWhitespace) {
+            return "no element between the '!' at characters \(a + 1) and \(b + 1)"
+        }
+        return nil
     }
 
     deinit {
@@ -114,6 +145,8 @@ public final class Pipeline {
             for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
         }
         StageElements.ending.store(false, ordering: .relaxed)
+        // What each stage is offered, accepted or not: named when negotiation fails.
+        for stage in stages { sl_stage_watch_offered_caps(stage) }
         // The source part of each watchdog stage is started by the watchdog itself, once the rest
         // plays (a camera that is not there yet is then an outage, not a failed start).
         let watchdogs = stages.filter { StageElements.descriptor(of: $0)?.restartsUpstream == true }
@@ -137,6 +170,16 @@ public final class Pipeline {
             control = channel
         }
         defer { control?.stop() }
+
+        // An MP4 cut off before its index is refused before it plays. qtdemux would say so too,
+        // but decodebin drops the errors of an element it is still setting up, and then the run
+        // waits for the start timeout (1 run in ~30 here, GStreamer 1.22).
+        for element in allElements() where sl_element_factory_name(element).map({ String(cString: $0) }) == "filesrc" {
+            guard let file = takeString(sl_object_get_as_string(element, "location")), Self.isMP4WithoutIndex(file) else { continue }
+            let message = "\(objectName(element)): " + Self.noIndexMessage(file)
+            log("error: \(message)")
+            return .failed(message)
+        }
 
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
@@ -178,7 +221,15 @@ public final class Pipeline {
                 let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
                 var message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
                 let waiting = allElements().filter { sl_is_stage($0) == 0 && sl_element_has_unlinked_sink_pad($0) != 0 }.map { objectName($0) }
-                if !waiting.isEmpty {
+                // A decodebin that never showed a stream failed on the input (an error it took
+                // while setting up an element can be lost); otherwise a named pad never came.
+                let silent = allElements().filter { e in
+                    let factory = sl_element_factory_name(e).map { String(cString: $0) } ?? ""
+                    return factory.hasSuffix("decodebin") && e.pointee.numsrcpads == 0
+                }.map { objectName($0) }
+                if let decodebin = silent.first {
+                    message += "; \(decodebin) found no stream in the input: is it a damaged or unfinished file?"
+                } else if !waiting.isEmpty {
                     message += "; nothing ever linked to \(waiting.joined(separator: ", ")): a demuxer pad named in the spec (e.g. demux.audio_0) never appeared — does the input have that stream?"
                 }
                 log("error: \(message)")
@@ -193,6 +244,11 @@ public final class Pipeline {
             case GST_MESSAGE_EOS:
                 outcome = .finished(interrupted: interruptsHandled > 0)
                 drainStageReports(bus, expected: stageCount, options: options)
+                if interruptsHandled == 0, watchdogs.isEmpty, let lost = lostFrames() {
+                    progress.clear()
+                    log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
+                    if lost.fatal { outcome = .failed(lost.text) }
+                }
             case GST_MESSAGE_ERROR:
                 let text = errorText(message)
                 // An error in the source part of a watchdog stage is an outage, not the end.
@@ -224,6 +280,19 @@ public final class Pipeline {
                 let debugText = takeString(debug)
                 if let error { g_error_free(error) }
                 progress.clear()
+                // gst_parse could not link a dynamic pad (decodebin found no stream the next
+                // element takes): that element never gets data, so the run could only hang or
+                // fail later with a vaguer error. Fail now, saying what met. (Behind a watchdog
+                // the source part is the watchdog's to restart.)
+                if firstError == nil, let debugText, debugText.contains("failed delayed linking"),
+                   !stages.contains(where: { StageElements.worker(of: $0)?.watchdog != nil && sl_stage_is_upstream($0, message.pointee.src) != 0 }),
+                   let explained = NegotiationDiagnosis.delayedLink(in: pipeline, debug: debugText) {
+                    let failure = "\(sourceName(message)): \(explained)\n  debug: \(debugText)"
+                    log("error: \(failure)")
+                    firstError = failure
+                    outcome = .failed(failure)
+                    continue
+                }
                 log("warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? ""))
             case GST_MESSAGE_STATE_CHANGED:
                 if messageIsFrom(message, pipeline) {
@@ -245,21 +314,78 @@ public final class Pipeline {
         return outcome!
     }
 
+    /// A file that ends early or loses frames on the way (cut short, damaged) ends the stream as
+    /// if all were well: the demuxer stops where the data stops, decoders skip what they cannot
+    /// decode. Compares the frames that reached the first stage with what the input's duration
+    /// and frame rate promise. No frame at all is an error (the output is empty); fewer than 90%
+    /// a warning (the output holds what could be read). Not when downstream ended the stream
+    /// itself (a sink that wanted N frames), nor for live or endless sources (no duration).
+    private func lostFrames() -> (fatal: Bool, text: String)? {
+        guard let stage = stages.first, sl_stage_buffers_refused(stage) == 0,
+              let pad = gst_element_get_static_pad(stage, "sink") else { return nil }
+        defer { gst_object_unref(pad) }
+        let arrived = Int(sl_stage_buffers_arrived(stage))
+        let name = objectName(stage)
+        var num: gint = 0, den: gint = 1
+        if let caps = gst_pad_get_current_caps(pad) {
+            if let structure = gst_caps_get_structure(caps, 0) { _ = gst_structure_get_fraction(structure, "framerate", &num, &den) }
+            gst_caps_unref(caps)
+        }
+        // One frame at rate 0/1: a picture. Written into a video file it is one sample of no
+        // duration, which players show as nothing.
+        if arrived == 1, num == 0, allElements().contains(where: { String(cString: sl_element_klass($0)).contains("Muxer") }) {
+            return (false, "\(name): the input is a single picture (no frame rate), so the video written holds one frame of no duration that players do not show; to make a clip of it, put imagefreeze num-buffers=N ! video/x-raw,framerate=30/1 after the decoder")
+        }
+        var duration: gint64 = -1
+        guard gst_pad_peer_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration > 0 else { return nil }
+        let seconds = Double(duration) / 1e9
+        if arrived == 0 {
+            return (true, "\(name): no frame arrived, though the input lasts \(String(format: "%.1f", seconds)) s: its frames cannot be read (a damaged file?)")
+        }
+        guard num > 0, den > 0 else { return nil } // variable frame rate: no count to expect
+        let expected = Int((seconds * Double(num) / Double(den)).rounded())
+        guard Double(arrived) < 0.9 * Double(expected) - 1 else { return nil }
+        return (false, "\(name): \(arrived) of the input's \(expected) frames arrived (\(String(format: "%.1f", seconds)) s at \(Self.rate(num, den)) fps): the input is cut short or damaged; the output holds the frames that could be read")
+    }
+
+    private static func rate(_ num: gint, _ den: gint) -> String {
+        den == 1 ? "\(num)" : String(format: "%.2f", Double(num) / Double(den))
+    }
+
     /// An error stopped part of the pipeline, but what is downstream of the failed element can
     /// still finish: send it end-of-stream there, so encoders flush and muxers write their index
-    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS (only when there is a muxer). The EOS is sent from its own
-    /// thread: a send that blocks must not hang the host.
+    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS or the muxers' sinks' own (only
+    /// when there is a muxer). The EOS is sent from its own thread: a send that blocks must not
+    /// hang the host.
     private func finalizeAfterError(_ bus: UnsafeMutablePointer<GstBus>, source: UnsafeMutablePointer<GstObject>?, options: Options) {
-        // Only a muxer's output needs finishing to be usable; without one, stop at once.
-        guard let source, sl_is_element(source) != 0,
-              allElements().contains(where: { String(cString: sl_element_klass($0)).contains("Muxer") }) else { return }
+        // Only a muxer's output needs finishing to be usable, and only once a stream reached it
+        // or the encoder before it (which may hold frames yet: x264enc looks ahead); else stop at
+        // once (a file that failed before its first frame: waiting would only add 5 s).
+        let elements = allElements()
+        func klass(_ e: UnsafeMutablePointer<GstElement>) -> String { String(cString: sl_element_klass(e)) }
+        guard let source, sl_is_element(source) != 0, elements.contains(where: { klass($0).contains("Muxer") }),
+              elements.contains(where: { (klass($0).contains("Muxer") || klass($0).contains("Encoder")) && sl_element_has_negotiated_sink_pad($0) != 0 })
+        else { return }
         gst_object_ref(source)
         let element = ElementReference(UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstElement.self))
         Thread.detachNewThread {
             sl_element_send_eos_downstream(element.pointer)
             gst_object_unref(element.pointer)
         }
-        if waitForEOS(bus, seconds: 5, options: options) { log("the output written so far was finalized") }
+        // The muxers' sinks tell when their files are complete: the pipeline's own EOS may never
+        // come (a pipeline that failed before PLAYING does not aggregate its sinks' EOS).
+        var sinks: [UnsafeMutableRawPointer] = [] // references, released below
+        for muxer in elements where klass(muxer).contains("Muxer") {
+            let list = sl_element_downstream_sinks(muxer)
+            var node = list
+            while let n = node {
+                if let data = n.pointee.data { sinks.append(data) }
+                node = n.pointee.next
+            }
+            g_list_free(list) // the references move to `sinks`
+        }
+        if waitForEOS(bus, seconds: 5, sinks: sinks, options: options) { log("the output written so far was finalized") }
+        for sink in sinks { gst_object_unref(sink) }
     }
 
     /// The error cancelled the pipeline's pending change to PLAYING: an element that prerolls
@@ -272,7 +398,12 @@ public final class Pipeline {
         }
     }
 
-    private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, options: Options) -> Bool {
+    /// Waits for the pipeline's EOS, or for every one of `sinks` to have posted its own.
+    private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, sinks: [UnsafeMutableRawPointer] = [],
+                            options: Options) -> Bool {
+        if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "true") }
+        defer { if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "false") } }
+        var ended = Set<UnsafeMutableRawPointer>()
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000),
@@ -282,6 +413,12 @@ public final class Pipeline {
             }
             defer { gst_message_unref(message) }
             if sl_message_type(message) == GST_MESSAGE_EOS { return true }
+            if let source = sl_message_forwarded_eos_source(message) {
+                ended.insert(UnsafeMutableRawPointer(source))
+                gst_object_unref(source)
+                if sinks.allSatisfy({ ended.contains($0) }) { return true }
+                continue
+            }
             recordReport(message, options: options)
         }
         return false
@@ -348,11 +485,73 @@ public final class Pipeline {
         var text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
         if let error { g_error_free(error) }
         let debugText = takeString(debug)
-        if let debugText, let known = Self.knownCauses.first(where: { debugText.contains($0.debugContains) }) {
-            text = known.message
+        if let debugText, let explained = explain(text, debug: debugText) {
+            text = explained
         }
         text = Self.explainDevice(text)
         return "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+    }
+
+    /// GStreamer's message for an error whose text hides the cause, said with the cause: which
+    /// caps met where negotiation failed, which address is taken, which file is empty or cut.
+    private func explain(_ text: String, debug: String) -> String? {
+        if debug.contains("not-negotiated") {
+            return NegotiationDiagnosis.negotiation(stages: stages, elements: allElements())
+                ?? Self.knownCauses.first { debug.contains($0.debugContains) }?.message
+        }
+        if debug.contains("Address already in use"), let r = debug.range(of: "on host '"),
+           let address = debug[r.upperBound...].split(separator: "'").first {
+            return "address \(address) is already in use (another program is listening there; choose another port=)"
+        }
+        if let r = debug.range(of: "No such file \""), let path = debug[r.upperBound...].split(separator: "\"").first {
+            return "file \(path) not found"
+        }
+        let file = inputFile()
+        if text.hasPrefix("This appears to be a text file"), let file {
+            return "\(file) is a text file, not a video"
+        }
+        if debug.contains("Can't typefind empty stream") {
+            return "the input \(file.map { "file \($0) " } ?? "")is empty (0 bytes): there is nothing to decode"
+        }
+        if text.hasPrefix("Could not determine type of stream"), let file {
+            return "\(file) is not a media file GStreamer can read (could not determine the type of stream)"
+        }
+        if debug.contains("no known streams found"), let file, Self.isMP4WithoutIndex(file) {
+            return Self.noIndexMessage(file)
+        }
+        return Self.knownCauses.first { debug.contains($0.debugContains) }?.message
+    }
+
+    /// The file the pipeline reads, when it reads exactly one (a filesrc's location).
+    private func inputFile() -> String? {
+        let locations = allElements().filter { sl_element_factory_name($0).map { String(cString: $0) } == "filesrc" }
+            .compactMap { takeString(sl_object_get_as_string($0, "location")) }
+        return locations.count == 1 ? locations[0] : nil
+    }
+
+    static func noIndexMessage(_ file: String) -> String {
+        "\(file) has no index (no moov box): the MP4 was cut short before it was finalized (a recording stopped without end-of-stream), so none of it can be played"
+    }
+
+    /// An ISO-BMFF file (an `ftyp` box first) whose top-level boxes hold no `moov`: the index a
+    /// muxer writes at the end, missing when a recording was cut off.
+    static func isMP4WithoutIndex(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()) ?? 0
+        var offset: UInt64 = 0
+        var boxes: [String] = []
+        while offset + 8 <= size, boxes.count < 1000 {
+            try? handle.seek(toOffset: offset)
+            guard let header = try? handle.read(upToCount: 16), header.count >= 8 else { break }
+            var length = header.prefix(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            boxes.append(String(decoding: header[4..<8], as: UTF8.self))
+            if length == 1, header.count >= 16 { length = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+            if length == 0 { break } // to the end of the file
+            guard length >= 8 else { break }
+            offset += length
+        }
+        return boxes.first == "ftyp" && !boxes.contains("moov")
     }
 
     /// v4l2src's camera errors, said in a user's words (the device stays named).
@@ -374,7 +573,7 @@ public final class Pipeline {
     static let knownCauses: [(debugContains: String, message: String)] = [
         ("not-negotiated", "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"),
         ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
-        ("Address already in use", "the address or port is already in use"),
+        ("Address already in use", "the address or port is already in use (another program is listening there)"),
     ]
 
     /// The element a message comes from, named as the user wrote it: a stage's inner

@@ -222,7 +222,12 @@ final class StageWorker: @unchecked Sendable {
     /// First sample and caps changes: tell the stage, and report the caps on the bus.
     private func handleCaps(of sample: OpaquePointer) -> Bool {
         guard let caps = gst_sample_get_caps(sample) else {
-            sl_stage_post_error(element, "frame without caps", nil)
+            // Bytes straight from a file (`filesrc ! lensdetect`): nothing decoded them.
+            let upstream = sl_element_neighbour(element, "sink").map { e -> String in
+                defer { gst_object_unref(e) }
+                return objectName(e)
+            } ?? "upstream"
+            sl_stage_post_error(element, "frames arrive without caps: \(upstream) sends bytes, not decoded video; put a decodebin (and a videoconvert) between \(upstream) and \(objectName(element))", nil)
             return false
         }
         if let lastCaps, lastCaps == caps || gst_caps_is_equal(lastCaps, caps) != 0 { return true }

@@ -144,7 +144,14 @@ public final class InferenceEngine: @unchecked Sendable {
         }
         try checkDevice(options.device)
         var model: OpaquePointer?
-        try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
+        do {
+            try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
+        } catch let error as InferenceError {
+            // OpenVINO's text is a stack of "Exception from …cpp:84:" lines: lead with the file.
+            let reason = error.message.split(separator: "\n").first { $0.contains("Unable to read") || $0.contains("rror") && !$0.hasPrefix("Exception from") }
+            throw InferenceError("model file \(path) cannot be read: it is damaged or not a model (OpenVINO reads .onnx, .tflite, .xml, .pb, .pdmodel)"
+                                 + (reason.map { "\n  OpenVINO: \($0.trimmingCharacters(in: .whitespaces))" } ?? ""))
+        }
         defer { ov_model_free(model) }
         let inputs = try ports(model!, inputs: true)
         let imageIndex: Int

@@ -80,7 +80,10 @@ public final class RTSPStage: Stage {
     static func credentials(file: String, environment: [String: String]) throws -> RTSPServer.Credentials? {
         if !file.isEmpty {
             guard let data = FileManager.default.contents(atPath: file) else {
-                throw StageError("cannot read auth-file \(file)")
+                var isDirectory: ObjCBool = false
+                let why = !FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) ? "no such file"
+                    : isDirectory.boolValue ? "it is a directory" : "permission denied"
+                throw StageError("cannot read auth-file \(file) (\(why))")
             }
             let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex, line.index(after: colon) != line.endIndex else {
@@ -90,8 +93,15 @@ public final class RTSPStage: Stage {
         }
         let user = environment["STREAMLENS_RTSP_USER"] ?? "", password = environment["STREAMLENS_RTSP_PASSWORD"] ?? ""
         if user.isEmpty && password.isEmpty { return nil }
-        guard !user.isEmpty, !password.isEmpty, !user.contains(":") else {
-            throw StageError("set both STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD (a user without ':') for authentication, or neither")
+        // Say which half is missing; never echo the password.
+        guard !user.isEmpty else {
+            throw StageError("STREAMLENS_RTSP_PASSWORD is set but STREAMLENS_RTSP_USER is not: set both for authentication, or neither")
+        }
+        guard !password.isEmpty else {
+            throw StageError("STREAMLENS_RTSP_USER is set but STREAMLENS_RTSP_PASSWORD is not: set both for authentication, or neither")
+        }
+        guard !user.contains(":") else {
+            throw StageError("STREAMLENS_RTSP_USER must not contain ':' (Basic authentication separates user and password with it)")
         }
         return RTSPServer.Credentials(user: user, password: password)
     }

@@ -95,7 +95,7 @@ func sigmoid(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
         #expect(throws: InferenceError("model file /nonexistent/m.tflite not found")) {
             try engine.loadImageModel(path: "/nonexistent/m.tflite", input: Self.blazeInput, frame: frame, region: .whole, options: InferenceOptions())
         }
-        // A file that is not a model: OpenVINO's own message, behind the call's name.
+        // A file that is not a model: named, with OpenVINO's own reason on the next line.
         let junk = FileManager.default.temporaryDirectory.appendingPathComponent("junk-\(UUID().uuidString).onnx").path
         _ = FileManager.default.createFile(atPath: junk, contents: Data("not a model".utf8))
         defer { try? FileManager.default.removeItem(atPath: junk) }
@@ -103,7 +103,8 @@ func sigmoid(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
             _ = try engine.loadImageModel(path: junk, input: Self.blazeInput, frame: frame, region: .whole, options: InferenceOptions())
             Issue.record("junk model accepted")
         } catch let e as InferenceError {
-            #expect(e.message.hasPrefix("ov_core_read_model failed"), "\(e.message)")
+            #expect(e.message.hasPrefix("model file \(junk) cannot be read: it is damaged or not a model"), "\(e.message)")
+            #expect(e.message.contains("OpenVINO: Unable to read the model"), "\(e.message)")
         }
     }
 }

@@ -123,6 +123,9 @@ guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
 void sl_stage_flush_tags(GstElement *stage);
 // Buffers that reached the stage's appsink (pulled + dropped).
 guint64 sl_stage_buffers_arrived(GstElement *stage);
+// Buffers refused because downstream of the stage had ended the stream (a sink that wanted N
+// frames): upstream had more to give.
+guint64 sl_stage_buffers_refused(GstElement *stage);
 // What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see shim.c).
 void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
 GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
@@ -160,3 +163,52 @@ void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
 void sl_stage_post_warning(GstElement *stage, const char *message);
 // Reads such a message; returns FALSE for any other message. Strings stay owned by message.
 gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text);
+
+// ---- negotiation diagnosis (diagnosis.c) --------------------------------------------------
+// What the host needs to say which caps met at a failed link and which element would fix it.
+
+// Parses like sl_pipeline_parse, but without FATAL_ERRORS: when a link fails, the half-built
+// pipeline comes back too (with *error set), so the host can ask the two elements' pads what
+// they carry. Any *error is still a failed parse. The result is a pipeline (or NULL).
+GstElement *sl_pipeline_parse_keeping_elements(const char *description, GError **error);
+// Caps in a few words: media type, formats (listed up to 8, else counted), a fixed size, frame
+// rate, sample rate and channels; "anything" for ANY, "nothing" for empty. g_free the result.
+char *sl_caps_describe(const GstCaps *caps);
+// What an element's pads of one direction can carry: for each pad its current caps, else its
+// caps query; without pads of that direction (sometimes/request pads), its pad templates' caps.
+// `unlinked_only`: only pads linked to nothing (falls back to all pads when every one is linked).
+GstCaps *sl_element_side_caps(GstElement *element, GstPadDirection direction, gboolean unlinked_only);
+typedef enum {
+    SL_FIX_NONE = 0,     // the caps meet: nothing to fix
+    SL_FIX_CONVERT = 1,  // raw both sides: *elements = "videoconvert", "videoscale", "audioconvert ! audioresample"…
+    SL_FIX_ENCODE = 2,   // raw offered, coded wanted: *elements = an installed encoder that makes it
+    SL_FIX_DECODE = 3,   // coded offered, raw wanted: *elements = "decodebin"
+    SL_FIX_MEDIA = 4,    // video offered where audio is wanted, or the other way round
+    SL_FIX_UNKNOWN = 5,
+} SLCapsFix;
+// Which element(s) would turn `offer` into something `wants` takes. *elements (g_free) is set for
+// CONVERT and ENCODE and DECODE.
+SLCapsFix sl_caps_fix_hint(const GstCaps *offer, const GstCaps *wants, char **elements);
+// "video", "audio", "image", … of the caps' first structure ("" for ANY or empty). Static string.
+const char *sl_caps_media_kind(const GstCaps *caps);
+// The structures of `caps` of that media kind (a muxer takes audio and video: only the part that
+// matters to a video link), or all of them when none is. A new reference.
+GstCaps *sl_caps_of_kind(const GstCaps *caps, const char *kind);
+// Records the caps offered to the stage's sink pad by each CAPS event and ACCEPT_CAPS query,
+// accepted or not (a decoder that can only give I420 asks even when the stage takes RGB): the
+// host names them when negotiation fails. Idempotent.
+void sl_stage_watch_offered_caps(GstElement *stage);
+// The caps last offered to the stage's sink pad (a new reference), or NULL.
+GstCaps *sl_stage_offered_caps(GstElement *stage);
+// TRUE when one of the element's sink pads has negotiated caps (a stream reached it).
+gboolean sl_element_has_negotiated_sink_pad(GstElement *element);
+// The element linked to the stage's (or any element's) pad of that direction ("sink": upstream,
+// "src": downstream), seen from outside bins (a decodebin's ghost pad gives the decodebin), or
+// NULL. A new reference.
+GstElement *sl_element_neighbour(GstElement *element, const char *pad_name);
+// The sinks a muxer's output reaches (filesink, through queues or a tee): references, free with
+// g_list_free_full(list, gst_object_unref).
+GList *sl_element_downstream_sinks(GstElement *element);
+// With the pipeline's "message-forward" on, each sink's own EOS arrives wrapped in an element
+// message ("GstBinForwarded"): the sink it came from (a new reference), else NULL.
+GstObject *sl_message_forwarded_eos_source(GstMessage *message);
