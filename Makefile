@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test install-plugin bench-bridge bench-detect bench-stylize bench-live bench clean
+.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench clean
 
 setup:
 	@tools/setup.sh
@@ -21,10 +21,23 @@ demo: build
 	$(BIN_RELEASE) run demo INPUT=$(DEMO_INPUT) OUTPUT=$(DEMO_OUTPUT)
 	@echo "demo: wrote $(CURDIR)/$(DEMO_OUTPUT) ($$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 $(DEMO_OUTPUT)) frames; play it with: gst-play-1.0 $(DEMO_OUTPUT))"
 
-# Unit tests, real pipelines, and the built CLI spawned (see Tests/).
+# Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
+# pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).
+ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interruptCloses
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel
+	tools/sanitize.sh address --filter '$(ASAN_PASS)'
+
+# The whole suite under AddressSanitizer (with LeakSanitizer) / ThreadSanitizer, every spawned
+# `streamlens` instrumented too (tools/sanitize.sh; suppressions, each with its reason, in
+# tools/sanitizers/). The soak is left out: the sanitizers' own memory (ASan's quarantine of
+# freed blocks, TSan's shadow) makes its RSS figures meaningless; it runs in `make test`.
+test-asan: setup
+	tools/sanitize.sh address --skip SoakTests
+
+test-tsan: setup
+	tools/sanitize.sh thread --skip SoakTests
 
 # Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
 bench-bridge: build

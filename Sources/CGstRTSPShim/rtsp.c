@@ -9,6 +9,9 @@
 #include <gst/video/video.h>
 #include <gst/rtsp-server/rtsp-server.h>
 #include <string.h>
+// Our own locks are pthread mutexes, not GMutex: GLib's are futexes that ThreadSanitizer cannot
+// see (`make test-tsan` would report every access they guard as a race).
+#include <pthread.h>
 
 // UDP ports for RTP/RTCP come from the address pool, in this range (below Linux's ephemeral
 // range). A pair that fails to bind (another server has it) is skipped: gst-rtsp-server takes
@@ -30,7 +33,7 @@ struct SLRtspServer {
     GSource *cleanup;              // session reaper
     char *launch;
 
-    GMutex lock;                   // guards appsrc, payloader and played
+    pthread_mutex_t lock;                   // guards appsrc, payloader and played
     GstElement *appsrc;            // the current media's appsrc, or NULL when nobody watches
     GstElement *payloader;         // the current media's pay0 (key frames on request)
     gboolean played;               // a push into this appsrc succeeded (it had a clock)
@@ -68,7 +71,7 @@ static char *sl_launch_line(const SLRtspConfig *c) {
 }
 
 static void sl_forget_appsrc(SLRtspServer *s, GstElement *src) {
-    g_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     GstElement *payloader = NULL;
     if (s->appsrc == src) {
         s->appsrc = NULL;
@@ -77,7 +80,7 @@ static void sl_forget_appsrc(SLRtspServer *s, GstElement *src) {
         s->payloader = NULL;
         gst_object_unref(src); // the slot's reference
     }
-    g_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     if (payloader) gst_object_unref(payloader);
 }
 
@@ -94,12 +97,12 @@ static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *me
         if (payloader) gst_object_unref(payloader);
         return;
     }
-    g_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     GstElement *old = s->appsrc, *old_payloader = s->payloader;
     s->appsrc = src;
     s->payloader = payloader;
     s->played = FALSE;
-    g_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     if (old) gst_object_unref(old);
     if (old_payloader) gst_object_unref(old_payloader);
 }
@@ -109,9 +112,9 @@ static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *me
 static void sl_on_play_request(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
     (void)client; (void)ctx;
     SLRtspServer *s = data;
-    g_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     GstElement *payloader = s->payloader ? gst_object_ref(s->payloader) : NULL;
-    g_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     if (!payloader) return;
     gst_element_send_event(payloader, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
     gst_object_unref(payloader);
@@ -126,10 +129,10 @@ static void sl_on_client_connected(GstRTSPServer *server, GstRTSPClient *client,
 
 bool sl_rtsp_server_push(SLRtspServer *s, void *sample_pointer) {
     GstSample *sample = sample_pointer;
-    g_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->lock);
     GstElement *src = s->appsrc ? gst_object_ref(s->appsrc) : NULL;
     gboolean played = s->played;
-    g_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->lock);
     if (!src) return false;
 
     bool pushed = false;
@@ -154,9 +157,9 @@ bool sl_rtsp_server_push(SLRtspServer *s, void *sample_pointer) {
         if (flow == GST_FLOW_OK) {
             pushed = true;
             if (!played) {
-                g_mutex_lock(&s->lock);
+                pthread_mutex_lock(&s->lock);
                 if (s->appsrc == src) s->played = TRUE;
-                g_mutex_unlock(&s->lock);
+                pthread_mutex_unlock(&s->lock);
             }
         } else {
             sl_forget_appsrc(s, src); // flushing: the media stopped (last client left)
@@ -233,7 +236,7 @@ static void sl_free(SLRtspServer *s) {
     g_main_loop_unref(s->loop);
     g_main_context_unref(s->context);
     g_free(s->launch);
-    g_mutex_clear(&s->lock);
+    pthread_mutex_destroy(&s->lock);
     g_free(s);
 }
 
@@ -274,7 +277,7 @@ SLRtspServer *sl_rtsp_server_start(const SLRtspConfig *c, char *error, size_t er
     gst_object_unref(encoder_factory);
 
     SLRtspServer *s = g_new0(SLRtspServer, 1);
-    g_mutex_init(&s->lock);
+    pthread_mutex_init(&s->lock, NULL);
     s->context = g_main_context_new();
     s->loop = g_main_loop_new(s->context, FALSE);
     s->launch = sl_launch_line(c);

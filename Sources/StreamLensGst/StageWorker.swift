@@ -152,6 +152,7 @@ final class StageWorker: @unchecked Sendable {
                 postNotices()
             }
             guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
+            sl_handoff_acquire(buffer)
             statistics.received(at: DispatchTime.now().uptimeNanoseconds)
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
@@ -175,6 +176,7 @@ final class StageWorker: @unchecked Sendable {
                 } else {
                     // push_sample does not take the sample; it sets the caps on appsrc when they
                     // change and carries the segment, so timestamps stay as they came in.
+                    sl_handoff_release(gst_sample_get_buffer(pixels.sample))
                     flow = gst_app_src_push_sample(appsrc, pixels.sample)
                 }
                 sl_stage_flush_tags(element)
@@ -203,6 +205,7 @@ final class StageWorker: @unchecked Sendable {
         guard let buffer = gst_sample_get_buffer(sample) else { return GST_FLOW_ERROR }
         let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
+        sl_handoff_release(own)
         return gst_app_src_push_buffer(appsrc, own)
     }
 

@@ -221,7 +221,7 @@ public final class InferenceEngine: @unchecked Sendable {
         try withProperties(options) { count, properties in
             try check(ov_core_compile_model_props(core, built, options.device, count, properties, &compiled), "ov_core_compile_model_props")
         }
-        return try ImageModel(compiled: compiled!, frame: frame, padding: padding, imageInput: imageIndex,
+        return try ImageModel(engine: self, compiled: compiled!, frame: frame, padding: padding, imageInput: imageIndex,
                               otherInputs: otherInputs, outputs: outputs)
     }
 
@@ -335,6 +335,10 @@ public final class InferenceEngine: @unchecked Sendable {
 ///
 /// Not thread-safe: one infer request, used by one worker.
 public final class ImageModel {
+    /// The core that compiled this model: held so it is freed after the model (a compiled model
+    /// freed after its core crashed in ov::Any's destructor under ThreadSanitizer, where
+    /// the stylizer's cache outlived the engine).
+    private let engine: InferenceEngine
     private let compiled: OpaquePointer
     private let request: OpaquePointer
     public let frame: FrameLayout
@@ -350,8 +354,9 @@ public final class ImageModel {
     /// The tensor's pixels when rows must be repacked or padded; borders stay zero.
     private var scratch: [UInt8] = []
 
-    init(compiled: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
+    init(engine: InferenceEngine, compiled: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
          imageInput: Int = 0, otherInputs: [(name: String, shape: [Int])] = [], outputs: [(name: String, shape: [Int])]) throws {
+        self.engine = engine
         self.compiled = compiled
         self.imageInput = imageInput
         self.otherInputs = otherInputs

@@ -51,6 +51,11 @@ public final class StylizeStage: Stage {
     /// from the stylizer's.
     private var wanted: StylizerConfiguration
     private let reloads = ReloadResults()
+    /// One load at a time, in the order the changes came: the one being built, and the latest
+    /// change that came while it was (a later one replaces it). Each change then lands on what
+    /// the previous one left: `set device=AUTO` then a bad `set style-image` keeps AUTO.
+    private var loading: StylizerConfiguration?
+    private var queued: StylizerConfiguration?
     private var notices: [StageNotice] = []
 
     private var format: VideoFormat?
@@ -220,6 +225,10 @@ public final class StylizeStage: Stage {
         var next = configuration
         next.inferenceSize = stylizer.configuration.inferenceSize
         wanted = next
+        if loading != nil {
+            queued = next
+            return
+        }
         if next == stylizer.configuration { return }
         startReload(next)
     }
@@ -231,6 +240,7 @@ public final class StylizeStage: Stage {
         let styleOnly = configuration.differsOnlyInStyle(from: stylizer.configuration)
         let manifest = stylizer.manifest
         notices.append(StageNotice(.info, "loading \(describe(configuration))…"))
+        loading = configuration
         Thread.detachNewThread {
             let started = DispatchTime.now().uptimeNanoseconds
             let result: ReloadResults.Result
@@ -263,8 +273,7 @@ public final class StylizeStage: Stage {
 
     private func applyFinishedReloads() {
         for (configuration, result, ms) in reloads.take() {
-            // A later change superseded this one: drop it.
-            guard configuration == wanted else { continue }
+            loading = nil
             switch result {
             case .stylizer(let handoff):
                 stylizer = handoff.stylizer
@@ -282,13 +291,18 @@ public final class StylizeStage: Stage {
                 refused(configuration, message)
             }
         }
+        if loading == nil, let next = queued {
+            queued = nil
+            wanted = next
+            if next != stylizer.configuration { startReload(next) }
+        }
     }
 
     /// A live change that did not load: keep the current stylizer, and set the element's
     /// properties back to what it uses.
     private func refused(_ configuration: StylizerConfiguration, _ message: String) {
         let current = stylizer.configuration
-        wanted = current
+        wanted = queued ?? current
         var restore: [String: PropertyValue] = [:]
         if configuration.manifestPath != current.manifestPath { restore["model"] = .string(current.manifestPath) }
         if configuration.styleImage != current.styleImage { restore["style-image"] = .string(current.styleImage) }

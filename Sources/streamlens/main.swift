@@ -21,7 +21,8 @@ let usage = """
         -q, --quiet     no progress, no stage summaries
         -v, --verbose   print each stage's negotiated caps, its figures every 5 s, debug details
         --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
-        --timeout S     seconds the pipeline may take to start (default 20)
+        --timeout S     seconds the pipeline may take to start (default 20, or
+                        $STREAMLENS_START_TIMEOUT: slow machines, sanitizer builds)
         --control C     take commands while running from stdin (-) or a Unix socket path:
                         set [ELEMENT] NAME=VALUE…, get [ELEMENT] NAME, list, help
                         (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`)
@@ -56,6 +57,10 @@ func initialize() {
 
 func runCommand(_ args: [String]) -> Int32 {
     var options = Pipeline.Options()
+    if let text = ProcessInfo.processInfo.environment["STREAMLENS_START_TIMEOUT"] {
+        guard let t = Double(text), t > 0 else { fail("STREAMLENS_START_TIMEOUT needs a number of seconds", code: 2) }
+        options.startTimeout = t
+    }
     var rest: [String] = []
     var i = 0
     while i < args.count {

@@ -24,15 +24,19 @@ struct CLI {
     /// after start (SIGINT tests). The process is killed after `timeout` seconds.
     /// `input` lines are written to its standard input at the given seconds after start (the
     /// control channel's `--control -`); without them stdin is /dev/null.
+    /// With `inputClock`, the input lines' times count from when stderr first shows that text
+    /// (e.g. a stage's caps line with -v: frames are flowing), not from the start: a slow start
+    /// (a loaded machine, a sanitizer build) then does not move a command past the stream's end.
     static func run(_ args: [String], timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
-                    input: [(after: Double, line: String)] = [], executable: String = "streamlens") throws -> Result {
-        try spawn(binary.deletingLastPathComponent().appendingPathComponent(executable), args, timeout: timeout, signals: signals, input: input)
+                    input: [(after: Double, line: String)] = [], inputClock: String? = nil, executable: String = "streamlens") throws -> Result {
+        try spawn(binary.deletingLastPathComponent().appendingPathComponent(executable), args, timeout: timeout, signals: signals,
+                  input: input, inputClock: inputClock)
     }
 
     /// Runs any program (`run` for ours) and collects what it printed and how it exited.
     static func spawn(_ executable: URL, _ args: [String], environment: [String: String]? = nil, in directory: URL = packageRoot,
                       timeout: Double = 60, signals: [(after: Double, signal: Int32)] = [],
-                      input: [(after: Double, line: String)] = []) throws -> Result {
+                      input: [(after: Double, line: String)] = [], inputClock: String? = nil) throws -> Result {
         // Output goes to files, not pipes: a pipe's reader waits for every process that inherited
         // its write end (other tests' children too), a file does not.
         let dir = try scratchDirectory()
@@ -56,9 +60,13 @@ struct CLI {
         var pending = signals
         var lines = input
         var timedOut = false
+        var inputStart: Date? = inputClock == nil ? start : nil
         while process.isRunning {
             let t = Date().timeIntervalSince(start)
-            if let next = lines.first, t >= next.after {
+            if inputStart == nil, let inputClock, let text = try? String(contentsOf: errURL, encoding: .utf8), text.contains(inputClock) {
+                inputStart = Date()
+            }
+            if let inputStart, let next = lines.first, Date().timeIntervalSince(inputStart) >= next.after {
                 stdin?.fileHandleForWriting.write(Data((next.line + "\n").utf8))
                 lines.removeFirst()
             }

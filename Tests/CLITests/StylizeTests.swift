@@ -16,12 +16,12 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
 
     /// Runs `source ! middle ! RGB filesink` and returns the frames written.
     static func frames(_ source: String, _ middle: String?, width: Int, height: Int, input: [(after: Double, line: String)] = [],
-                       extraArgs: [String] = []) throws -> (frames: [[UInt8]], result: CLI.Result) {
+                       inputClock: String? = nil, extraArgs: [String] = []) throws -> (frames: [[UInt8]], result: CLI.Result) {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("out.rgb").path
         let spec = [source, middle, "videoconvert ! video/x-raw,format=RGB ! filesink location=\(out)"].compactMap { $0 }.joined(separator: " ! ")
-        let r = try CLI.run(["run"] + extraArgs + [spec], timeout: 120, input: input)
+        let r = try CLI.run(["run"] + extraArgs + [spec], timeout: 120, input: input, inputClock: inputClock)
         let data = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data())
         let size = width * height * 3
         let frames = stride(from: 0, to: data.count - size + 1, by: size).map { Array(data[$0..<$0 + size]) }
@@ -176,13 +176,14 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
     @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
     func controlCommandChangesStrengthMidStream() throws {
         let (w, h) = (160, 120)
-        // identity sync=true plays the 40 frames in real time (4 s) so the command lands
-        // mid-stream; it also answers the latency query as live, hence --mode lossless.
+        // identity sync=true plays the 40 frames in real time (4 s) so the command, sent 1 s
+        // after the first frame reached the stage (its caps line, -v), lands mid-stream; it
+        // also answers the latency query as live, hence --mode lossless.
         let src = Self.photo(width: w, height: h, count: 40) + " ! identity sync=true"
         let (input, _) = try Self.frames(Self.photo(width: w, height: h, count: 1), nil, width: w, height: h)
         let (out, r) = try Self.frames(src, "lensstylize name=style inference-size=128", width: w, height: h,
-                                       input: [(2.0, "set style strength=7"), (2.1, "set strength=0"), (2.2, "get style strength")],
-                                       extraArgs: ["--mode", "lossless", "--control", "-"])
+                                       input: [(1.0, "set style strength=7"), (1.1, "set strength=0"), (1.2, "get style strength")],
+                                       inputClock: "style: video/x-raw", extraArgs: ["-v", "--mode", "lossless", "--control", "-"])
         #expect(r.status == 0, "\(r.stderr)")
         try #require(out.count == 40 && input.count == 1, "\(out.count) frames out: \(r.stderr)")
         #expect(r.stderr.contains("control: error: style: property strength=7.0 is out of range 0.0…1.0"), "\(r.stderr)")

@@ -12,6 +12,10 @@ GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
 GstMessageType sl_message_type(GstMessage *message);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
+/// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
+/// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
+void sl_handoff_release(const void *object);
+void sl_handoff_acquire(const void *object);
 // Sets PTS (and clears DTS) of a writable buffer.
 void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts);
 gboolean sl_is_bin(GstElement *element);
