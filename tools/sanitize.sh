@@ -32,6 +32,9 @@ rt=$(ls "$(dirname "$(dirname "$(command -v swift)")")"/lib/clang/*/lib/linux/li
 export STREAMLENS_SANITIZER_RUNTIME="$rt"
 # Instrumented code is 2-15x slower: a pipeline may take longer than the usual 20 s to start.
 export STREAMLENS_START_TIMEOUT=${STREAMLENS_START_TIMEOUT:-120}
+# … and a model load in the background takes seconds: tests whose stream must outlast one run
+# longer streams (Tests/CLITests/CLI.swift, CLI.slowdown).
+export STREAMLENS_TEST_SLOWDOWN=${STREAMLENS_TEST_SLOWDOWN:-6}
 echo "sanitize: building with -sanitize=$kind into $build" >&2
 # (SwiftPM warns about -pthread from pkg-config and the linker about sanitizer-local symbols,
 # thousands of lines of noise with no meaning here: filtered.)

@@ -15,7 +15,12 @@ public struct InferenceError: Error, CustomStringConvertible, Equatable, Sendabl
 /// One status-to-throw helper for the whole C API.
 private func check(_ status: ov_status_e, _ call: StaticString) throws {
     guard status != OK else { return }
-    let detail = ov_get_last_err_msg().map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    // The message is a copy the caller owns (OpenVINO allocates it per call): freed with ov_free,
+    // found by LeakSanitizer (make test-asan).
+    let detail = ov_get_last_err_msg().map { text -> String in
+        defer { ov_free(text) }
+        return String(cString: text)
+    }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
     throw InferenceError("\(call) failed (status \(status.rawValue))" + (detail.isEmpty ? "" : ": \(detail)"))
 }
 

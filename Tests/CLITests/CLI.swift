@@ -10,6 +10,11 @@ struct CLI {
         var timedOut: Bool
     }
 
+    /// How many times slower than usual the build under test runs: 1, or what tools/sanitize.sh
+    /// sets for sanitizer builds (model loads take seconds there). Tests whose stream must
+    /// outlast something that takes real time (a background model load) scale by it.
+    static let slowdown: Double = ProcessInfo.processInfo.environment["STREAMLENS_TEST_SLOWDOWN"].flatMap(Double.init) ?? 1
+
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     static var binary: URL {

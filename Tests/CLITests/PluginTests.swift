@@ -129,7 +129,8 @@ import Testing
             p.set_state(Gst.State.PLAYING)
             frames = []
             while True:
-                sample = out.emit("try-pull-sample", 5 * Gst.SECOND)
+                # The first frame waits for the model to load (slow under a sanitizer build).
+                sample = out.emit("try-pull-sample", (5 if frames else 120) * Gst.SECOND)
                 if sample is None: break
                 frames.append(sample.get_buffer().extract_dup(0, 64 * 64 * 3))
                 if len(frames) == 12: stylize.set_property("strength", 0.0)

@@ -216,7 +216,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
             for line in ["set device=AUTO", "set style-image=/nonexistent.png", "set bogus=1", "get device", "list"]:
                 f.write(line + "\\n"); f.flush()
                 print(line, "->", f.readline().strip(), flush=True)
-                time.sleep(0.8)
+                time.sleep(0.8 * \(CLI.slowdown))
             """.write(toFile: script, atomically: true, encoding: .utf8)
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
@@ -226,12 +226,14 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         client.standardOutput = try FileHandle(forWritingTo: clientOut)
         try client.run()
         let (w, h) = (160, 120)
-        let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: 80) + " ! identity sync=true", "lensstylize inference-size=128",
+        // 8 s of frames (longer for a slow build): the background loads finish while they flow.
+        let count = Int(80 * CLI.slowdown)
+        let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: count) + " ! identity sync=true", "lensstylize inference-size=128",
                                        width: w, height: h, extraArgs: ["--mode", "lossless", "--control", socket])
         client.waitUntilExit()
         let replies = try String(contentsOf: clientOut, encoding: .utf8)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(out.count == 80, "every frame out while models were swapped")
+        #expect(out.count == count, "every frame out while models were swapped")
         #expect(replies.contains("set device=AUTO -> ok"), "\(replies)")
         #expect(replies.contains("set bogus=1 -> error: lensstylize0 has no property bogus"), "\(replies)")
         #expect(replies.contains("get device -> AUTO"), "\(replies)")

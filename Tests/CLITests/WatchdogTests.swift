@@ -74,7 +74,8 @@ import Testing
             }
         }
         controller.start()
-        let r = try CLI.run(["run", "rtsp-relay", "INPUT=rtsp://127.0.0.1:\(cameraPort)/cam", "PORT=\(relayPort)", "TIMEOUT=2", "JITTER=0", "BACKOFF=0.5", "MAX_BACKOFF=1"],
+        let r = try CLI.run(["run", "rtsp-relay", "INPUT=rtsp://127.0.0.1:\(cameraPort)/cam", "PORT=\(relayPort)", "TIMEOUT=2", "JITTER=0", "BACKOFF=0.5", "MAX_BACKOFF=1",
+                                 "RETRIES=10"], // (the camera may take several seconds to come back on a loaded machine)
                             timeout: 90, signals: [(after: 40, signal: SIGINT)])
         #expect(r.status == 0, "\(r.stderr)")
         let recoveries = r.stderr.components(separatedBy: "lenswatchdog0: source back after").count - 1
