@@ -16,10 +16,10 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
 
     /// Runs `source ! middle ! RGB filesink` and returns the frames written.
     static func frames(_ source: String, _ middle: String?, width: Int, height: Int, input: [(after: Double, line: String)] = [],
-                       inputClock: String? = nil, extraArgs: [String] = []) throws -> (frames: [[UInt8]], result: CLI.Result) {
+                       inputClock: String? = nil, extraArgs: [String] = [], output: String? = nil) throws -> (frames: [[UInt8]], result: CLI.Result) {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("out.rgb").path
+        let out = output ?? dir.appendingPathComponent("out.rgb").path
         let spec = [source, middle, "videoconvert ! video/x-raw,format=RGB ! filesink location=\(out)"].compactMap { $0 }.joined(separator: " ! ")
         let r = try CLI.run(["run"] + extraArgs + [spec], timeout: 120, input: input, inputClock: inputClock)
         let data = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data())
@@ -204,7 +204,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         let script = dir.appendingPathComponent("client.py").path
         // A client as a user would write one: Python's socket module, one reply per line.
         try """
-            import socket, sys, time
+            import os, socket, sys, time
             path = sys.argv[1]
             for _ in range(100):
                 try:
@@ -212,7 +212,11 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
                 except OSError:
                     time.sleep(0.1)
             f = s.makefile("rw")
-            time.sleep(2)  # let the pipeline start: changes sent together are applied (or refused) together
+            # Wait for stylized frames in the output (the model is loaded and frames flow), then
+            # a little more: changes sent before the first frame are applied together.
+            while not os.path.exists(sys.argv[2]) or os.path.getsize(sys.argv[2]) < \(160 * 120 * 3):
+                time.sleep(0.1)
+            time.sleep(1)
             for line in ["set device=AUTO", "set style-image=/nonexistent.png", "set bogus=1", "get device", "list"]:
                 f.write(line + "\\n"); f.flush()
                 print(line, "->", f.readline().strip(), flush=True)
@@ -220,16 +224,17 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
             """.write(toFile: script, atomically: true, encoding: .utf8)
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        client.arguments = [script, socket]
+        let output = dir.appendingPathComponent("out.rgb").path
+        client.arguments = [script, socket, output]
         let clientOut = dir.appendingPathComponent("client.out")
-        FileManager.default.createFile(atPath: clientOut.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: clientOut.path, contents: nil)
         client.standardOutput = try FileHandle(forWritingTo: clientOut)
         try client.run()
         let (w, h) = (160, 120)
         // 8 s of frames (longer for a slow build): the background loads finish while they flow.
         let count = Int(80 * CLI.slowdown)
         let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: count) + " ! identity sync=true", "lensstylize inference-size=128",
-                                       width: w, height: h, extraArgs: ["--mode", "lossless", "--control", socket])
+                                       width: w, height: h, extraArgs: ["--mode", "lossless", "--control", socket], output: output)
         client.waitUntilExit()
         let replies = try String(contentsOf: clientOut, encoding: .utf8)
         #expect(r.status == 0, "\(r.stderr)")

@@ -23,7 +23,7 @@ import Testing
         let consumer = "tcpclientsrc host=127.0.0.1 port=\(port) ! tsdemux ! h264parse ! avdec_h264 ! videoconvert ! lenswatchdog timeout=3 backoff=0.5 ! lenspass ! fakesink"
         let box = CameraBox(camera)
         let controller = Thread {
-            for cycle in 0..<3 {
+            for _ in 0..<3 {
                 Thread.sleep(forTimeInterval: 4)
                 // SIGKILL: a child of Foundation's Process inherits blocked SIGTERM/SIGINT.
                 kill(box.camera.processIdentifier, SIGKILL)
