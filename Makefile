@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench clean
+.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench fuzz clean
 
 setup:
 	@tools/setup.sh
@@ -66,6 +66,12 @@ bench-live: build
 # a quick look: make bench RUNS=1 DURATION=10 (5 to 10 min).
 bench: build
 	bench/all.sh $(BIN_RELEASE)
+
+# libFuzzer on the pipeline-spec, property-value, manifest and control-command parsers (Fuzz/, with
+# AddressSanitizer) and atheris on `streamlens import`'s checks: FUZZ_SECONDS (60) per target from
+# the committed corpus Fuzz/corpus; exits non-zero on a crash (tools/fuzz.sh; out/fuzz/summary.txt).
+fuzz: setup
+	tools/fuzz.sh
 
 # The stages as a GStreamer plugin for gst-launch-1.0, gst-inspect-1.0, Python and any GStreamer
 # application of this user: libgststreamlens.so into GStreamer's per-user plugin folder.

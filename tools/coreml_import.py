@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 
@@ -85,7 +86,14 @@ def weights(w, what, layer, count=None):
                 if layer.WhichOneof("layer") == "convolution" and layer.convolution.isDeconvolution:
                     raise ImportFailure(f"layer '{layer.name}': per-channel quantized deconvolution weights "
                                         "are not supported")
-                n = len(scale) if len(scale) > 1 else len(bias)
+                n = max(len(scale), len(bias))
+                # Each is one value, or one per channel, or absent (1 and 0): a count in between
+                # failed to broadcast (ValueError; found by fuzzing).
+                if len(scale) not in (0, 1, n) or len(bias) not in (0, 1, n):
+                    raise ImportFailure(f"layer '{layer.name}': {what} has {len(scale)} quantization scales and "
+                                        f"{len(bias)} biases; expected one, or one per channel, of each")
+                scale = scale if len(scale) else np.ones(1, np.float32)
+                bias = bias if len(bias) else np.zeros(1, np.float32)
                 if codes.size % n:
                     raise ImportFailure(f"layer '{layer.name}': {what} has {codes.size} values for {n} channels")
                 c = codes.astype(np.float32).reshape(n, -1)
@@ -97,6 +105,26 @@ def weights(w, what, layer, count=None):
     if count is not None and a.size != count:
         raise ImportFailure(f"layer '{layer.name}': {what} has {a.size} values, expected {count}")
     return a
+
+
+def pair(values, default, what, layer, at_least=None):
+    """A layer's (height, width) field: its two values, or the default when it is empty. Any
+    other count is refused here rather than failing to unpack later, and so are values below
+    `at_least` (a zero stride kills the process: ONNX's shape inference divides by it)."""
+    v = list(values) or list(default)
+    if len(v) != 2:
+        raise ImportFailure(f"layer '{layer.name}': {what} has {len(v)} values, expected 2 (height, width)")
+    if at_least is not None and not all(x >= at_least for x in v):
+        raise ImportFailure(f"layer '{layer.name}': {what} is {v}; each value must be at least {at_least}")
+    return v
+
+
+def defined(enum, value, what, layer):
+    """An enum field's value, checked: proto3 keeps values it has no name for (a damaged file, a
+    newer spec), which would otherwise fall through to some default branch or a KeyError."""
+    if value not in enum.values():
+        raise ImportFailure(f"layer '{layer.name}': {what} is {value}, which Core ML does not define")
+    return value
 
 
 def per_channel(values):
@@ -114,6 +142,9 @@ class Graph:
         self.deconv_checks = []  # (onnx value, (H, W) from outputShape, layer name)
 
     def fresh(self, hint):
+        # Helper values are named after their layer; a layer without a name must not make a value
+        # named "" (onnx.checker refuses it; found by fuzzing).
+        hint = hint or "unnamed"
         name, i = hint, 1
         while name in self.names:
             i += 1
@@ -174,9 +205,9 @@ def same_padding(g, layer, x, kernel, stride, top_left_heavy):
 def convolution(g, layer, ins, out):
     p = layer.convolution
     x = one_input(layer, ins)
-    kh, kw = (list(p.kernelSize) or [3, 3])
-    sh, sw = (list(p.stride) or [1, 1])
-    dh, dw = (list(p.dilationFactor) or [1, 1])
+    kh, kw = pair(p.kernelSize, [3, 3], "kernelSize", layer, at_least=1)
+    sh, sw = pair(p.stride, [1, 1], "stride", layer, at_least=1)
+    dh, dw = pair(p.dilationFactor, [1, 1], "dilationFactor", layer, at_least=1)
     groups = p.nGroups or 1
     out_c, k_c = p.outputChannels, p.kernelChannels
     if p.isDeconvolution:
@@ -189,7 +220,9 @@ def convolution(g, layer, ins, out):
         inputs.append(g.const(f"{layer.name}.bias", weights(p.bias, "bias", layer, out_c)))
     attrs = dict(kernel_shape=[kh, kw], strides=[sh, sw], group=groups)
     padding = p.WhichOneof("ConvolutionPaddingType")
-    top_left_heavy = padding == "same" and p.same.asymmetryMode == NeuralNetwork_pb2.SamePadding.TOP_LEFT_HEAVY
+    asymmetry = NeuralNetwork_pb2.SamePadding.SamePaddingMode
+    top_left_heavy = padding == "same" and defined(asymmetry, p.same.asymmetryMode, "asymmetryMode", layer) \
+        == NeuralNetwork_pb2.SamePadding.TOP_LEFT_HEAVY
     if not p.isDeconvolution:
         attrs["dilations"] = [dh, dw]
         if padding == "same":
@@ -235,7 +268,12 @@ def convolution(g, layer, ins, out):
     if len(p.outputShape):
         # A fixed output size cannot follow a dynamic input; accept it only where it is what
         # the padding gives anyway at the model's own input size (checked after the build).
-        g.deconv_checks.append((out, tuple(p.outputShape), layer.name))
+        g.deconv_checks.append((out, tuple(pair(p.outputShape, [], "outputShape", layer)), layer.name))
+
+
+# The most channels a batchnorm layer without gamma or beta may declare (style-transfer networks
+# use at most a few hundred; the defaults for more would be made from nothing but the count).
+MAX_DEFAULT_CHANNELS = 1 << 16
 
 
 def batchnorm(g, layer, ins, out):
@@ -243,10 +281,18 @@ def batchnorm(g, layer, ins, out):
     x = one_input(layer, ins)
     c = p.channels
     eps = p.epsilon or 1e-5
-    gamma = weights(p.gamma, "gamma", layer) if has_values(p.gamma) else np.ones(c, np.float32)
-    beta = weights(p.beta, "beta", layer) if has_values(p.beta) else np.zeros(c, np.float32)
-    if gamma.size != c or beta.size != c:
-        raise ImportFailure(f"layer '{layer.name}': gamma/beta have {gamma.size}/{beta.size} values for {c} channels")
+    gamma = weights(p.gamma, "gamma", layer) if has_values(p.gamma) else None
+    beta = weights(p.beta, "beta", layer) if has_values(p.beta) else None
+    for what, v in (("gamma", gamma), ("beta", beta)):
+        if v is not None and v.size != c:
+            raise ImportFailure(f"layer '{layer.name}': {what} has {v.size} values for {c} channels")
+    # Defaults are made here, so their size is the file's word only: a channel count of 2e12
+    # asked for terabytes (MemoryError; found by fuzzing).
+    if (gamma is None or beta is None) and c > MAX_DEFAULT_CHANNELS:
+        raise ImportFailure(f"layer '{layer.name}': batchnorm over {c} channels without gamma or beta; "
+                            f"streamlens import takes at most {MAX_DEFAULT_CHANNELS} channels there")
+    gamma = np.ones(c, np.float32) if gamma is None else gamma
+    beta = np.zeros(c, np.float32) if beta is None else beta
     inputs = [x, g.const(f"{layer.name}.gamma", gamma), g.const(f"{layer.name}.beta", beta)]
     if p.computeMeanVar:
         # Mean and variance from the input itself. instanceNormalization picks per instance or
@@ -396,6 +442,9 @@ def upsample(g, layer, ins, out):
     p = layer.upsample
     x = one_input(layer, ins)
     U = NeuralNetwork_pb2.UpsampleLayerParams
+    # Unknown values (a KeyError below; found by fuzzing) are refused.
+    defined(U.InterpolationMode, p.mode, "mode", layer)
+    defined(U.LinearUpsampleMode, p.linearUpsampleMode, "linearUpsampleMode", layer)
     if p.mode == U.NN:
         attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     else:
@@ -406,7 +455,7 @@ def upsample(g, layer, ins, out):
                      U.ALIGN_CORNERS_FALSE: "half_pixel"}[p.linearUpsampleMode]
         attrs = dict(mode="linear", coordinate_transformation_mode=transform)
     if len(p.fractionalScalingFactor):
-        fh, fw = p.fractionalScalingFactor
+        fh, fw = pair(p.fractionalScalingFactor, [], "fractionalScalingFactor", layer)
         # Output size floor(in * factor); the grids above use the real in/out ratio, which
         # ONNX uses when given sizes rather than scales.
         shape = g.op("Shape", [x], hint=layer.name)
@@ -419,7 +468,7 @@ def upsample(g, layer, ins, out):
         sizes = g.op("Concat", [nc, hw], hint=layer.name, axis=0)
         g.op("Resize", [x, "", "", sizes], out, hint=layer.name, **attrs)
         return
-    sh, sw = (list(p.scalingFactor) or [1, 1])
+    sh, sw = pair(p.scalingFactor, [1, 1], "scalingFactor", layer)
     scales = g.const(f"{layer.name}.scales", [1, 1, sh, sw])
     g.op("Resize", [x, "", scales], out, hint=layer.name, **attrs)
 
@@ -437,7 +486,7 @@ def crop(g, layer, ins, out):
     if len(ins) != 2:
         raise ImportFailure(f"layer '{layer.name}' (crop) has {len(ins)} inputs, expected 1 or 2")
     # Two inputs: the second one's H and W, from the offset.
-    offset = list(p.offset) or [0, 0]
+    offset = pair(p.offset, [0, 0], "offset", layer)
     shape = g.op("Shape", [ins[1]], hint=layer.name)
     hw = g.op("Slice", [shape, g.const(f"{layer.name}.from", [2], np.int64), g.const(f"{layer.name}.to", [4], np.int64)], hint=layer.name)
     starts = g.const(f"{layer.name}.starts", offset, np.int64)
@@ -532,8 +581,13 @@ def image_feature(feature, role):
     if kind == "imageType":
         t = feature.type.imageType
         if t.colorSpace not in COLOR_SPACES:
-            space = FeatureTypes_pb2.ImageFeatureType.ColorSpace.Name(t.colorSpace)
-            raise ImportFailure(f"{role} '{feature.name}' is a {space} image; streamlens import handles RGB and BGR images")
+            spaces = FeatureTypes_pb2.ImageFeatureType.ColorSpace
+            # proto3 keeps enum values it has no name for (a damaged file, a newer spec).
+            if t.colorSpace not in spaces.values():
+                raise ImportFailure(f"{role} '{feature.name}' has colour space {t.colorSpace}, which Core ML does not "
+                                    "define; streamlens import handles RGB and BGR images")
+            raise ImportFailure(f"{role} '{feature.name}' is a {spaces.Name(t.colorSpace)} image; streamlens import "
+                                "handles RGB and BGR images")
         return COLOR_SPACES[t.colorSpace], t.width, t.height
     if kind == "multiArrayType":
         shape = list(feature.type.multiArrayType.shape)
@@ -594,7 +648,16 @@ def convert(spec, path):
         raise ImportFailure(f"the model has {len(desc.input)} inputs and {len(desc.output)} outputs; "
                             "streamlens import handles one image in, one image out")
     inp, outp = desc.input[0], desc.output[0]
+    if not inp.name or not outp.name:
+        raise ImportFailure("the model's input or output has no name")
+    if inp.name == outp.name:
+        # ONNX names values, not features: the graph's input would be its output too.
+        raise ImportFailure(f"the model's input and output are both named '{inp.name}'")
     in_order, width, height = image_feature(inp, "input")
+    if not (width > 0 and height > 0):
+        # The manifest's input size comes from here; StreamLens refuses a manifest without one.
+        raise ImportFailure(f"input '{inp.name}' declares the size {width}x{height}; streamlens import needs the "
+                            "model's own input size (width and height above 0)")
     out_order, out_w, out_h = image_feature(outp, "output")
 
     # Pre-processing: y = channelScale * pixel + bias(channel), channels in the input's order.
@@ -620,16 +683,22 @@ def convert(spec, path):
     for layer in nn.layers:
         g.names.update(layer.output)
     x = inp.name
-    if len(set(biases)) == 1:
-        # The same affine map on every channel: the manifest's value range says it, and the
-        # runtime's pre-processing does it.
-        value_range = [biases[0], 255.0 * scale + biases[0]]
+    if not all(math.isfinite(v) for v in [scale, *biases]):
+        raise ImportFailure(f"input '{inp.name}': its pre-processing (scale {scale}, biases {biases}) is not finite")
+    # As written into the manifest (rounded by number()), which StreamLens reads only as lo < hi.
+    value_range = [number(biases[0]), number(255.0 * scale + biases[0])]
+    if len(set(biases)) == 1 and value_range[0] < value_range[1]:
+        # The same increasing affine map on every channel: the manifest's value range says it,
+        # and the runtime's pre-processing does it.
+        pass
     else:
-        # Per-channel biases: done in the graph, which then takes plain 0-255 values.
+        # Per-channel biases, or a map a value range cannot say (a negative scale, or one lost
+        # in the range's rounding): done in the graph, which then takes plain 0-255 values.
         value_range = [0, 255]
         x = g.op("Mul", [x, g.const("preprocess.scale", scale)], hint="preprocess")
         x = g.op("Add", [x, g.const("preprocess.bias", np.asarray(biases).reshape(1, 3, 1, 1))], hint="preprocess")
     value_of = {inp.name: x}  # Core ML blob -> the ONNX value holding it now
+    output_writers = sum(outp.name in layer.output for layer in nn.layers)
     produced = set()
     for layer in nn.layers:
         ins = []
@@ -640,8 +709,15 @@ def convert(spec, path):
         if len(layer.output) != 1:
             raise ImportFailure(f"layer '{layer.name}' has {len(layer.output)} outputs, expected 1")
         blob = layer.output[0]
-        # ONNX values are assigned once; Core ML lets a copy layer overwrite a blob.
-        out = g.fresh(blob) if blob in produced or blob == inp.name else blob
+        if not blob:
+            raise ImportFailure(f"layer '{layer.name}' writes an output with no name")
+        # ONNX values are assigned once; Core ML lets a copy layer overwrite a blob. The graph's
+        # output is written by one node only: by the only layer writing it, else by the Identity
+        # below (several layers writing it in turn made two nodes write it; found by fuzzing).
+        if blob == outp.name and output_writers > 1:
+            out = g.fresh(blob)
+        else:
+            out = g.fresh(blob) if blob in produced or blob == inp.name else blob
         produced.add(blob)
         LAYERS[layer.WhichOneof("layer")](g, layer, ins, out)
         value_of[blob] = out
@@ -698,6 +774,9 @@ def check_at_size(model, input_name, output_name, width, height, out_w, out_h, d
             raise ImportFailure(f"layer '{layer}' fixes its output to {h}x{w} (outputShape, height x width) where "
                                 f"its padding gives {gives}; streamlens import needs layers that follow the input size")
     got = shapes.get(output_name)
+    if got is not None and len(got) != 4:
+        raise ImportFailure(f"the output '{output_name}' has {len(got)} dimensions at {width}x{height}, expected 4 "
+                            "(batch, channels, height, width)")
     if got is not None and got[1] not in (None, 3):
         raise ImportFailure(f"the output '{output_name}' has {got[1]} channels, expected 3")
     if got is not None and out_w and out_h and None not in got[2:] and got[2:] != [out_h, out_w]:

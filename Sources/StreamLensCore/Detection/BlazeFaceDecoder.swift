@@ -129,17 +129,21 @@ public struct BlazeFaceDecoderOptions: Sendable, Codable, Equatable {
         suppression = try c.decodeIfPresent(SuppressionOptions.self, forKey: .suppression) ?? SuppressionOptions()
     }
 
-    /// Everything that would make decoding read past an anchor's values or divide by zero.
+    /// Everything that would make decoding read past an anchor's values or divide by zero. The
+    /// sums and products are checked without computing them: a manifest's integers may be near
+    /// Int.max, where `offset + 4` would trap instead of failing the check (found by fuzzing).
     public func validate() throws {
         try anchors.validate()
-        guard numCoords > 0, boxCoordOffset >= 0, boxCoordOffset + 4 <= numCoords else {
+        guard numCoords > 0, boxCoordOffset >= 0, boxCoordOffset <= numCoords - 4 else {
             throw StageError("decoder: the four box values at box_coord_offset \(boxCoordOffset) do not fit in num_coords \(numCoords)")
         }
         if numKeypoints > 0 {
             guard valuesPerKeypoint >= 2 else {
                 throw StageError("decoder: values_per_keypoint is \(valuesPerKeypoint); a keypoint needs at least x and y")
             }
-            guard keypointCoordOffset >= 0, keypointCoordOffset + numKeypoints * valuesPerKeypoint <= numCoords else {
+            // offset + count * size <= numCoords, all non-negative, as a division.
+            guard keypointCoordOffset >= 0, keypointCoordOffset <= numCoords,
+                  numKeypoints <= (numCoords - keypointCoordOffset) / valuesPerKeypoint else {
                 throw StageError("decoder: \(numKeypoints) keypoints of \(valuesPerKeypoint) values at keypoint_coord_offset \(keypointCoordOffset) do not fit in num_coords \(numCoords)")
             }
         } else if numKeypoints < 0 {

@@ -268,6 +268,12 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         guard range.count == 2, range.allSatisfy(\.isFinite), range[0] < range[1] else {
             throw StageError("\(what) must be two numbers [lo, hi] with lo < hi, got \(range)")
         }
+        // 0…255 is mapped onto it with scale 255 / (hi - lo): a span of 5e-324 made that
+        // infinite (and the mean NaN), one of 2e308 overflowed to a scale of 0 (found by fuzzing).
+        let scale = 255 / (range[1] - range[0])
+        guard scale.isFinite, scale > 0 else {
+            throw StageError("\(what) \(range) is too narrow or too wide to map 0…255 onto")
+        }
     }
 
     /// A file named by the manifest (`model`, `style.model`, `style.image`), resolved against the

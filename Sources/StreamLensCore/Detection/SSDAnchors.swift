@@ -97,6 +97,36 @@ public struct SSDAnchorOptions: Sendable, Codable, Equatable {
         guard aspectRatios.allSatisfy({ $0 > 0 }) else {
             throw StageError("anchor options: aspect_ratios must be positive, got \(aspectRatios)")
         }
+        // A manifest with a huge input size made the decoder try to build billions of anchors
+        // (a >2 GB allocation at 1048576x1048576; found by fuzzing): counted first, refused here.
+        let count = anchorCount
+        guard count <= Double(Self.maxAnchors) else {
+            let shown = count < 9e18 ? "\(Int(count))" : "\(count)"
+            throw StageError("anchor options: input \(inputWidth)x\(inputHeight) with strides \(strides) makes \(shown) anchors; at most \(Self.maxAnchors) are supported")
+        }
+    }
+
+    /// The most anchors a manifest may ask for: BlazeFace has 896 or 2304, SSD detectors tens of
+    /// thousands; a million is already 64 MB of box values a frame at 16 values per anchor.
+    public static let maxAnchors = 1 << 20
+
+    /// How many anchors `generateAnchors` makes, counted the way it makes them (layers sharing a
+    /// stride share a feature map), without making them; a Double, as huge sizes overflow Int.
+    public var anchorCount: Double {
+        var total = 0.0
+        var layerID = 0
+        while layerID < min(numLayers, strides.count) {
+            var perCell = 0.0
+            var last = layerID
+            while last < strides.count && strides[last] == strides[layerID] {
+                perCell += last == 0 && reduceBoxesInLowestLayer ? 3 : Double(aspectRatios.count) + (interpolatedScaleAspectRatio > 0 ? 1 : 0)
+                last += 1
+            }
+            let stride = Double(strides[layerID])
+            total += (Double(inputHeight) / stride).rounded(.up) * (Double(inputWidth) / stride).rounded(.up) * perCell
+            layerID = last
+        }
+        return total
     }
 }
 

@@ -1,0 +1,1 @@
+../../Fuzz/Sources/FuzzEntryPoints/FuzzEntryPoints.swift
