@@ -217,10 +217,17 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
             while not os.path.exists(sys.argv[2]) or os.path.getsize(sys.argv[2]) < \(160 * 120 * 3):
                 time.sleep(0.1)
             time.sleep(1)
-            for line in ["set device=AUTO", "set style-image=/nonexistent.png", "set bogus=1", "get device", "list"]:
+            def send(line):
                 f.write(line + "\\n"); f.flush()
-                print(line, "->", f.readline().strip(), flush=True)
+                return f.readline().strip()
+            for line in ["set device=AUTO", "set style-image=/nonexistent.png", "set bogus=1", "get device"]:
+                print(line, "->", send(line), flush=True)
                 time.sleep(0.8 * \(CLI.slowdown))
+            # The refused style image is set back once its load has failed (after the AUTO load).
+            for _ in range(100):
+                if send("get style-image") == "": break
+                time.sleep(0.2 * \(CLI.slowdown))
+            print("list ->", send("list"), flush=True)
             """.write(toFile: script, atomically: true, encoding: .utf8)
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
