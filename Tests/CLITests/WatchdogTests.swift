@@ -142,10 +142,15 @@ final class ClientResults: @unchecked Sendable {
     var values: [Bool] { lock.lock(); defer { lock.unlock() }; return list }
 }
 
-/// The camera process, replaced by the controller thread.
-/// @unchecked Sendable: written by the controller thread, read by the test after it joined
-/// the consumer run (the controller is done by then).
+/// The camera process, replaced by the controller thread while the test reads it.
+/// @unchecked Sendable: an NSLock guards the process reference (ThreadSanitizer caught the test
+/// reading it unguarded while the controller could still replace it).
 final class CameraBox: @unchecked Sendable {
-    var camera: Process
-    init(_ camera: Process) { self.camera = camera }
+    private let lock = NSLock()
+    private var process: Process
+    init(_ camera: Process) { process = camera }
+    var camera: Process {
+        get { lock.lock(); defer { lock.unlock() }; return process }
+        set { lock.lock(); process = newValue; lock.unlock() }
+    }
 }
