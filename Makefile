@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench fuzz clean
+.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench soak fuzz clean
 
 setup:
 	@tools/setup.sh
@@ -67,11 +67,14 @@ bench-live: build
 bench: build
 	bench/all.sh $(BIN_RELEASE)
 
-# libFuzzer on the pipeline-spec, property-value, manifest and control-command parsers (Fuzz/, with
-# AddressSanitizer) and atheris on `streamlens import`'s checks: FUZZ_SECONDS (60) per target from
-# the committed corpus Fuzz/corpus; exits non-zero on a crash (tools/fuzz.sh; out/fuzz/summary.txt).
-fuzz: setup
-	tools/fuzz.sh
+# Soak: a live camera (a face clip looped, served over RTSP) -> lensdetect -> lensstylize ->
+# lensrtsp for SOAK_MINUTES while players join and leave and the camera drops every minute; the
+# release binary's RSS, threads, open files and frame age must stay flat, and a player must still
+# get frames at the end (Tests/CLITests/SoakTests.swift, Pipelines/soak.pipeline; prints a table
+# over time). `make test` runs the same test for 3 minutes with the debug binary.
+SOAK_MINUTES ?= 30
+soak: build
+	STREAMLENS_BIN=$(BIN_RELEASE) SOAK_MINUTES=$(SOAK_MINUTES) $(SWIFT) test --no-parallel --filter SoakTests
 
 # The stages as a GStreamer plugin for gst-launch-1.0, gst-inspect-1.0, Python and any GStreamer
 # application of this user: libgststreamlens.so into GStreamer's per-user plugin folder.
@@ -81,5 +84,11 @@ install-plugin: build
 	install -m 644 $(dir $(BIN_RELEASE))libgststreamlens.so $(PLUGIN_DIR)/libgststreamlens.so
 	@echo "install-plugin: $(PLUGIN_DIR)/libgststreamlens.so (try: gst-inspect-1.0 lensdetect)"
 
+# libFuzzer on the pipeline-spec, property-value, manifest and control-command parsers (Fuzz/, with
+# AddressSanitizer) and atheris on `streamlens import`'s checks: FUZZ_SECONDS (60) per target from
+# the committed corpus Fuzz/corpus; exits non-zero on a crash (tools/fuzz.sh; out/fuzz/summary.txt).
+fuzz: setup
+	tools/fuzz.sh
+
 clean:
-	rm -rf .build out
+	rm -rf .build .build-asan .build-tsan Fuzz/.build out

@@ -123,9 +123,22 @@ public final class Pipeline {
             defer { gst_iterator_free(it) }
             var value = GValue()
             var children: [UnsafeMutablePointer<GstElement>] = []
-            while gst_iterator_next(it, &value) == GST_ITERATOR_OK {
-                if let object = g_value_get_object(&value) { children.append(object.assumingMemoryBound(to: GstElement.self)) }
-                g_value_unset(&value)
+            // The sorted iterator answers RESYNC whenever a link in the bin changes, which a
+            // watchdog does while it restarts its source (rtspsrc's pads go and come back).
+            // Stopping there gave a partial list, and the bus loop, not finding the watchdog
+            // among the stages, took the source's error for the pipeline's: the soak test's
+            // relay died on ~1 camera outage in 60 (rtspsrc0: Could not write to resource).
+            iterate: while true {
+                switch gst_iterator_next(it, &value) {
+                case GST_ITERATOR_OK:
+                    if let object = g_value_get_object(&value) { children.append(object.assumingMemoryBound(to: GstElement.self)) }
+                    g_value_unset(&value)
+                case GST_ITERATOR_RESYNC:
+                    children.removeAll()
+                    gst_iterator_resync(it)
+                default:
+                    break iterate
+                }
             }
             // iterate_sorted lists sinks first; print sources first.
             for child in children.reversed() {
