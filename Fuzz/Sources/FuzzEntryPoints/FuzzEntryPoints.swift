@@ -30,6 +30,20 @@ public enum FuzzEntryPoints {
         ("control-command", controlCommand),
     ]
 
+    /// One libFuzzer input through the target `name`: what every harness's
+    /// LLVMFuzzerTestOneInput does. A trap in the code under test is the crash libFuzzer reports;
+    /// a broken promise (`FuzzFinding`) is made one here so the input is saved too.
+    public static func runLibFuzzerInput(_ name: String, _ bytes: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        guard let target = all.first(where: { $0.name == name }) else { fatalError("no fuzz target \(name)") }
+        let data = bytes.map { Data(bytes: $0, count: size) } ?? Data()
+        do {
+            try target.run(data)
+        } catch {
+            fatalError("\(name): \(error)")
+        }
+        return 0
+    }
+
     // MARK: pipeline-spec
 
     /// The bytes as a pipeline file named in `streamlens run NAME`: looked up in a search

@@ -1,15 +1,8 @@
-import Foundation
 import FuzzEntryPoints
 
-/// libFuzzer's entry: one input per call. A trap in the code under test is the crash libFuzzer
-/// reports; a broken promise (`FuzzFinding`) is made one here so the input is saved too.
+/// libFuzzer's entry, one per executable (the symbol cannot be shared); the work is
+/// FuzzEntryPoints.runLibFuzzerInput's.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    let data = bytes.map { Data(bytes: $0, count: size) } ?? Data()
-    do {
-        try FuzzEntryPoints.modelManifest(data)
-    } catch {
-        fatalError("model-manifest: \(error)")
-    }
-    return 0
+    FuzzEntryPoints.runLibFuzzerInput("model-manifest", bytes, size)
 }
