@@ -228,6 +228,11 @@ static gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
             gst_query_set_latency(query, live, min + own, GST_CLOCK_TIME_IS_VALID(max) ? max + own : max);
             return TRUE;
         }
+        // Upstream cannot answer yet (decodebin's or rtspsrc's pads not linked): fail, as any
+        // element with an unlinked sink pad does. The default would ask the inner appsrc, whose
+        // is-live=TRUE (it must not preroll) would tell a compositor or muxer downstream that a
+        // file pipeline is live: it would then drop and repeat frames against the clock.
+        return FALSE;
     }
     return gst_pad_query_default(pad, parent, query);
 }

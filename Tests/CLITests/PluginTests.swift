@@ -112,6 +112,37 @@ import Testing
         #expect(cli.status == 0, "\(cli.stderr)")
     }
 
+    /// A stage answers the latency query as its upstream does: live only behind a live source.
+    /// Before upstream is linked (decodebin's pads come later) it cannot answer — a compositor
+    /// told "live" then drops and repeats frames of a file against the clock (found with the
+    /// demo's 2x2 grid: 187-191 frames out of 180, or "Buffer has no PTS").
+    @Test func latencyQueryFollowsUpstream() throws {
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import gi
+            gi.require_version("Gst", "1.0")
+            from gi.repository import Gst
+            Gst.init(None)
+            def ask(pad):
+                q = Gst.Query.new_latency()
+                return pad.query(q) and q.parse_latency()[0]
+            # Started, the element upstream not linked yet (as behind decodebin before its pads).
+            alone = Gst.parse_launch("videoconvert ! lenspass name=s ! fakesink")
+            alone.set_state(Gst.State.PLAYING)
+            alone.get_state(Gst.SECOND)
+            answers = ["unlinked=%s" % ask(alone.get_by_name("s").get_static_pad("src"))]
+            alone.set_state(Gst.State.NULL)
+            for live in (False, True):
+                p = Gst.parse_launch("videotestsrc is-live=%s ! lenspass name=s ! fakesink" % live)
+                p.set_state(Gst.State.PLAYING)
+                p.get_state(5 * Gst.SECOND)
+                answers.append("live=%s:%s" % (live, ask(p.get_by_name("s").get_static_pad("src"))))
+                p.set_state(Gst.State.NULL)
+            print(" ".join(answers))
+            """], environment: Self.hostEnvironment, timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "unlinked=False live=False:False live=True:True", "\(r.stdout)\(r.stderr)")
+    }
+
     /// An application changes a property with g_object_set while PLAYING; the stage applies it
     /// between frames (here lensstylize's strength, set to 0 halfway: later frames are the input).
     @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
