@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""streamlens train-style: train a small, fast feed-forward style network from one style image.
+
+    streamlens train-style STYLE_IMAGE --out Models/my-style [--strength high|low|0..1]
+        [--density coarse|medium|fine|SCALE] [--iterations N] [--size PX] [--validation PHOTO]
+        [--snapshot-every K] [--seed N] [--content DIR] [--teacher DIR]
+
+Writes OUT.onnx (RGB [0, 1], NCHW, height and width free), OUT.json (the manifest lensstylize
+reads, recording the exact command, seed and losses) and OUT.snapshots/ (the validation photo
+stylized every K iterations, beside the teacher's version).
+
+The training signal is distillation (issue 7, option b): Magenta's arbitrary-style networks (the
+teacher, in ../shared/models/magenta, run by OpenVINO) stylize random crops of the content
+photos once, up front; the student then learns to reproduce the teacher's picture from the
+photo, pixel for pixel (L1 on colours and on their gradients). Nothing is downloaded at run
+time, a training step needs no ImageNet backbone (the student's own forward and backward pass
+only: ~0.3 s for 4 crops of 192² here), and the student inherits a teacher whose quality
+is known. What it cannot do is go beyond the teacher: see docs/training-styles.md.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+import time
+
+import numpy as np
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import content  # noqa: E402
+import network  # noqa: E402
+import styles  # noqa: E402
+import teacher as teacher_mod  # noqa: E402
+
+DENSITIES = {"coarse": 0.5, "medium": 1.0, "fine": 2.0}
+STRENGTHS = {"low": 0.6, "high": 1.0}
+MANIFEST_SIZE = (320, 180)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="streamlens train-style", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("style", help="style image (PNG/JPEG), or code:NAME for a style drawn by "
+                                 f"tools/train_style/styles.py ({', '.join(styles.STYLES)})")
+    p.add_argument("--out", required=True, help="output path without extension: writes OUT.onnx, OUT.json, OUT.snapshots/")
+    p.add_argument("--strength", default="high", help="how much of the style: low, high, or 0..1 (default high)")
+    p.add_argument("--density", default="medium", help="scale of the style's marks: coarse, medium, fine, or a scale "
+                                                     "(0.25..4; >1 finer; default medium)")
+    p.add_argument("--iterations", type=int, default=2500, help="training steps (default 2500, ~12 min on one core here)")
+    p.add_argument("--size", type=int, default=192, help="training crop size in pixels (multiple of 4; default 192)")
+    p.add_argument("--batch", type=int, default=4, help="crops per step (default 4)")
+    p.add_argument("--pairs", type=int, default=400, help="photo crops the teacher stylizes up front (default 400)")
+    p.add_argument("--filters", default="32,64,4", help="network shape F1,F2,BLOCKS (default 32,64,4)")
+    p.add_argument("--learning-rate", type=float, default=2e-3)
+    p.add_argument("--validation", default="", help="photo stylized into OUT.snapshots/ (default: the astronaut)")
+    p.add_argument("--snapshot-every", type=int, default=250, help="write a snapshot every K iterations (default 250; 0: only the last)")
+    p.add_argument("--seed", type=int, default=0, help="random seed: crops, order, initial weights (default 0)")
+    p.add_argument("--content", default="", help="folder of content photos (default: scikit-image's CC0 / public-domain photos)")
+    p.add_argument("--teacher", default=os.path.join(ROOT, "..", "shared", "models", "magenta"),
+                   help="folder with Magenta's TFLite networks (default ../shared/models/magenta)")
+    p.add_argument("--name", default="", help="style name in the manifest (default: OUT's file name)")
+    a = p.parse_args(argv)
+
+    def named(value, table, what, lo, hi):
+        if value in table:
+            return table[value]
+        try:
+            v = float(value)
+        except ValueError:
+            p.error(f"--{what} {value}: expected {', '.join(table)} or a number in {lo}..{hi}")
+        if not lo <= v <= hi:
+            p.error(f"--{what} {value}: out of range {lo}..{hi}")
+        return v
+
+    a.strength_value = named(a.strength, STRENGTHS, "strength", 0.0, 1.0)
+    a.density_value = named(a.density, DENSITIES, "density", 0.25, 4.0)
+    if a.size % 4 or not 64 <= a.size <= 384:
+        p.error(f"--size {a.size}: a multiple of 4 in 64..384")
+    if a.validation and not os.path.isfile(a.validation):
+        p.error(f"--validation {a.validation}: no such file")
+    if a.content and not os.path.isdir(a.content):
+        p.error(f"--content {a.content}: no such folder")
+    if a.iterations < 1:
+        p.error("--iterations must be at least 1")
+    try:
+        f1, f2, blocks = (int(x) for x in a.filters.split(","))
+        a.shape = network.Shape(f1, f2, blocks)
+    except ValueError:
+        p.error(f"--filters {a.filters}: expected F1,F2,BLOCKS, e.g. 16,32,3")
+    return a
+
+
+def load_style(spec: str) -> Image.Image:
+    if spec.startswith("code:"):
+        name = spec[5:]
+        if name not in styles.STYLES:
+            raise SystemExit(f"train-style: no style named {name} in styles.py ({', '.join(styles.STYLES)})")
+        return styles.STYLES[name]()
+    try:
+        return Image.open(spec).convert("RGB")
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"train-style: cannot read the style image {spec}: {e}")
+
+
+class Progress:
+    """One line on stderr: bar, step, loss, rate and time left."""
+
+    def __init__(self, total, label):
+        self.total, self.label, self.start = total, label, time.time()
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def update(self, n, extra=""):
+        now = time.time()
+        if n < self.total and now - self.last < (0.5 if self.tty else 15):
+            return
+        self.last = now
+        done = n / self.total
+        elapsed = now - self.start
+        eta = elapsed / done - elapsed if done > 0 else 0
+        bar = "#" * int(done * 30)
+        line = (f"{self.label} [{bar:<30}] {n}/{self.total} {extra} "
+                f"{elapsed:5.0f} s elapsed, ETA {int(eta // 60)}:{int(eta % 60):02d}")
+        sys.stderr.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
+        if n >= self.total and self.tty:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def make_pairs(photos, teach, count, rng):
+    """`count` random crops of the photos (scale 0.25..1 of the short side, flipped half the
+    time) at the teacher's 384², and the teacher's stylized version of each, as uint8."""
+    size = teacher_mod.TRANSFER_SIZE
+    images = [Image.open(f).convert("RGB") for f in photos]
+    xs = np.zeros((count, size, size, 3), np.uint8)
+    ys = np.zeros_like(xs)
+    bar = Progress(count, "teacher ")
+    for i in range(count):
+        img = images[rng.integers(len(images))]
+        w, h = img.size
+        side = int(min(w, h) * rng.uniform(0.25, 1.0))
+        x0, y0 = rng.integers(0, w - side + 1), rng.integers(0, h - side + 1)
+        crop = img.crop((x0, y0, x0 + side, y0 + side)).resize((size, size), Image.BILINEAR)
+        if rng.random() < 0.5:
+            crop = crop.transpose(Image.FLIP_LEFT_RIGHT)
+        x = np.asarray(crop, np.float32) / 255.0
+        xs[i] = np.asarray(crop)
+        ys[i] = np.round(teach(x) * 255).astype(np.uint8)
+        bar.update(i + 1)
+    return xs, ys
+
+
+def stylize_numpy(params, shape, image: np.ndarray):
+    import jax.numpy as jnp
+    h, w = image.shape[:2]
+    h4, w4 = h - h % 4, w - w % 4
+    x = jnp.asarray(image[None, :h4, :w4].astype(np.float32) / 255.0)
+    return np.asarray(network.forward(params, x, shape)[0])
+
+
+def validation_photo(path):
+    img = Image.open(path).convert("RGB")
+    img.thumbnail((384, 384))
+    return img
+
+
+def train(a):
+    import jax
+    import jax.numpy as jnp
+
+    t0 = time.time()
+    rng = np.random.default_rng(a.seed)
+    style = load_style(a.style)
+    folder = a.content or content.default_folder(ROOT)
+    photos = content.photos(folder, () if a.content else content.HELD_OUT)
+    teach = teacher_mod.Teacher(a.teacher, style, a.strength_value, a.density_value)
+    print(f"train-style: {len(photos)} content photos from {folder}; teacher {a.teacher}; "
+          f"strength {a.strength_value}, density {a.density_value}", file=sys.stderr)
+    xs, ys = make_pairs(photos, teach, a.pairs, rng)
+    teacher_seconds = time.time() - t0
+
+    shape = a.shape
+    params = jax.tree_util.tree_map(jnp.asarray, network.init(shape, a.seed))
+
+    def loss_fn(p, x, y):
+        out = network.forward(p, x, shape)
+        colour = jnp.mean(jnp.abs(out - y))
+        dx = lambda z: z[:, :, 1:] - z[:, :, :-1]  # noqa: E731
+        dy = lambda z: z[:, 1:] - z[:, :-1]  # noqa: E731
+        grad = jnp.mean(jnp.abs(dx(out) - dx(y))) + jnp.mean(jnp.abs(dy(out) - dy(y)))
+        return colour + grad, (colour, grad)
+
+    b1, b2, eps = 0.9, 0.999, 1e-8
+
+    @jax.jit
+    def step(p, m, v, t, x, y, lr):
+        (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(p, x, y)
+        m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
+        v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
+        mhat = jax.tree_util.tree_map(lambda m: m / (1 - b1 ** t), m)
+        vhat = jax.tree_util.tree_map(lambda v: v / (1 - b2 ** t), v)
+        p = jax.tree_util.tree_map(lambda p, mh, vh: p - lr * mh / (jnp.sqrt(vh) + eps), p, mhat, vhat)
+        return p, m, v, loss, parts
+
+    m = jax.tree_util.tree_map(jnp.zeros_like, params)
+    v = jax.tree_util.tree_map(jnp.zeros_like, params)
+
+    val_path = a.validation or os.path.join(content.default_folder(ROOT), "astronaut.png")
+    val = validation_photo(val_path)
+    val_np = np.asarray(val)
+    val_teacher = np.round(teach(np.asarray(val.resize((384, 384)), np.float32) / 255.0) * 255).astype(np.uint8)
+    val_teacher = np.asarray(Image.fromarray(val_teacher).resize(val.size, Image.BILINEAR))
+    snapdir = a.out + ".snapshots"
+    os.makedirs(snapdir, exist_ok=True)
+
+    def snapshot(it):
+        out = (stylize_numpy(params, shape, val_np) * 255).round().astype(np.uint8)
+        h, w = out.shape[:2]
+        canvas = Image.new("RGB", (w * 3, h))
+        canvas.paste(Image.fromarray(val_np[:h, :w]), (0, 0))
+        canvas.paste(Image.fromarray(out), (w, 0))
+        canvas.paste(Image.fromarray(val_teacher[:h, :w]), (2 * w, 0))
+        path = os.path.join(snapdir, f"iteration-{it:05d}.png")
+        canvas.save(path)
+        return path
+
+    size, n = a.size, a.batch
+    full = teacher_mod.TRANSFER_SIZE
+    bar = Progress(a.iterations, "training")
+    losses = []
+    t1 = time.time()
+    for it in range(1, a.iterations + 1):
+        idx = rng.integers(0, len(xs), n)
+        oy, ox = rng.integers(0, full - size + 1, (2, n))
+        x = np.stack([xs[i, y0:y0 + size, x0:x0 + size] for i, y0, x0 in zip(idx, oy, ox)]).astype(np.float32) / 255.0
+        y = np.stack([ys[i, y0:y0 + size, x0:x0 + size] for i, y0, x0 in zip(idx, oy, ox)]).astype(np.float32) / 255.0
+        # Cosine decay to a tenth of the rate: large steps early, fine detail late.
+        lr = a.learning_rate * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * (it - 1) / a.iterations)))
+        params, m, v, loss, (colour, grad) = step(params, m, v, float(it), jnp.asarray(x), jnp.asarray(y), lr)
+        losses.append(float(loss))
+        recent = float(np.mean(losses[-50:]))
+        bar.update(it, f"loss {recent:.4f}")
+        if a.snapshot_every and it % a.snapshot_every == 0 and it < a.iterations:
+            snapshot(it)
+    last = snapshot(a.iterations)
+    train_seconds = time.time() - t1
+
+    params_np = jax.tree_util.tree_map(np.asarray, params)
+    onnx_path = a.out + ".onnx"
+    name = a.name or os.path.basename(a.out)
+    command = "streamlens train-style " + " ".join(shlex.quote(x) for x in a.argv)
+    network.export_onnx(params_np, shape, onnx_path, doc=f"StreamLens style '{name}': {command}")
+    style_hash = hashlib.sha256(np.asarray(style).tobytes()).hexdigest()[:16]
+    manifest = {
+        "schema_version": 1,
+        "name": name,
+        "model": os.path.basename(onnx_path),
+        "input": {"width": MANIFEST_SIZE[0], "height": MANIFEST_SIZE[1], "color_order": "RGB",
+                  "value_range": [0, 1], "layout": "NCHW", "name": "input"},
+        "crop": "stretch",
+        "decoder": {"name": "image", "parameters": {"color_order": "RGB", "value_range": [0, 1], "layout": "NCHW"}},
+        "labels": [],
+        "licence": "CC0-1.0 (trained by StreamLens's own train-style from a style image drawn by code; "
+                   "teacher Magenta, Apache-2.0; content photos CC0 / public domain) — see docs/training-styles.md"
+                   if a.style.startswith("code:") and not a.content else
+                   "trained by streamlens train-style; the licence follows the style image's and content photos'",
+        "provenance": f"trained: {command}",
+        "training": {
+            "command": command,
+            "seed": a.seed,
+            "style_image": a.style,
+            "style_pixels_sha256_16": style_hash,
+            "strength": a.strength_value,
+            "density": a.density_value,
+            "iterations": a.iterations,
+            "crop_size": a.size,
+            "batch": a.batch,
+            "teacher_pairs": a.pairs,
+            "network": {"f1": shape.f1, "f2": shape.f2, "residual_blocks": shape.blocks,
+                        "parameters": network.count(params_np)},
+            "content": os.path.relpath(folder, ROOT) if folder.startswith(ROOT) else folder,
+            "content_photos": len(photos),
+            "teacher": "Magenta arbitrary-image-stylization (style_predict_quantized_256 + style_transfer_f16_384), OpenVINO f32",
+            "final_loss": round(float(np.mean(losses[-100:])), 5),
+            "teacher_seconds": round(teacher_seconds, 1),
+            "training_seconds": round(train_seconds, 1),
+            "trainer": "tools/train_style (JAX " + jax.__version__ + ")",
+        },
+    }
+    with open(a.out + ".json", "w") as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    kb = os.path.getsize(onnx_path) / 1024
+    print(f"train-style: wrote {onnx_path} ({kb:.0f} KB), {a.out}.json, snapshots in {snapdir}/ "
+          f"(last: {last}); final loss {manifest['training']['final_loss']}; "
+          f"teacher {teacher_seconds:.0f} s + training {train_seconds:.0f} s", file=sys.stderr)
+    print(f"try it: streamlens run 'videotestsrc num-buffers=60 ! videoconvert ! lensstylize model={a.out}.json ! videoconvert ! autovideosink'",
+          file=sys.stderr)
+
+
+def main(argv):
+    a = parse_args(argv)
+    a.argv = argv
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    train(a)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
