@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench soak fuzz clean
+.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -20,6 +20,26 @@ demo: build
 	@[ -f $(DEMO_INPUT) ] || tools/make-demo-clip.sh $(DEMO_INPUT)
 	$(BIN_RELEASE) run demo INPUT=$(DEMO_INPUT) OUTPUT=$(DEMO_OUTPUT)
 	@echo "demo: wrote $(CURDIR)/$(DEMO_OUTPUT) ($$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 $(DEMO_OUTPUT)) frames; play it with: gst-play-1.0 $(DEMO_OUTPUT))"
+
+# The shipped styles (Models/*.json with a training record), trained again by the exact command
+# each manifest records (tools/train-style makes its own Python environment on first use;
+# ~13 min a style here). Then `make style-report`.
+styles: setup
+	@for m in $$(grep -l '"training"' Models/*.json); do \
+	  cmd=$$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['training']['command'])" $$m); \
+	  echo "== $$cmd"; eval "tools/train-style $${cmd#streamlens train-style }" || exit 1; done
+
+# Quality of the shipped styles against their teacher (docs/training-styles-quality.md) and the
+# README's before/after picture (docs/styles.jpg, made by lensstylize itself).
+style-report: build
+	@[ -x .deps/train-venv/bin/python ] || tools/train-style --help >/dev/null
+	.deps/train-venv/bin/python tools/train_style/evaluate.py $$(grep -l '"training"' Models/*.json) --out docs/training-styles-quality.md
+	tools/make-style-gallery.sh $(BIN_RELEASE) docs/styles.jpg
+
+# The trainer end to end, small: a 40-step style into a scratch folder, loaded by lensstylize
+# and measured by evaluate.py (not in `make test`: it needs the training environment).
+test-train: build
+	tools/test-train-style.sh $(BIN_RELEASE)
 
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
 # pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).

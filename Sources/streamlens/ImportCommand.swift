@@ -12,7 +12,7 @@ func importCommand(_ args: [String]) -> Int32 {
         FileHandle.standardError.write(Data("streamlens: import needs a model: streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]\n".utf8))
         return 2
     }
-    guard let root = importToolRoot() else {
+    guard let root = checkoutRoot(holding: "tools/coreml_import.py") else {
         FileHandle.standardError.write(Data("""
             streamlens: import: cannot find tools/coreml_import.py in the current directory or above \
             the streamlens executable; run it from the StreamLens checkout\n
@@ -44,12 +44,36 @@ func importCommand(_ args: [String]) -> Int32 {
     return process.terminationStatus
 }
 
-/// The StreamLens checkout holding the importer: the current directory if it has
-/// tools/coreml_import.py, else the nearest directory above the running executable that has it
-/// (`.build/debug/streamlens` lives inside the checkout).
-func importToolRoot() -> URL? {
+/// `streamlens train-style STYLE_IMAGE --out PATH …`: trains a feed-forward style network
+/// (tools/train-style, Python in its own environment, made on first use). Arguments, output and
+/// exit code pass through.
+func trainStyleCommand(_ args: [String]) -> Int32 {
+    guard let root = checkoutRoot(holding: "tools/train-style") else {
+        FileHandle.standardError.write(Data("""
+            streamlens: train-style: cannot find tools/train-style in the current directory or above \
+            the streamlens executable; run it from the StreamLens checkout\n
+            """.utf8))
+        return 1
+    }
+    let process = Process()
+    process.executableURL = root.appendingPathComponent("tools/train-style")
+    process.arguments = args
+    do {
+        try process.run()
+    } catch {
+        FileHandle.standardError.write(Data("streamlens: train-style: cannot start tools/train-style: \(error)\n".utf8))
+        return 1
+    }
+    process.waitUntilExit()
+    if process.terminationReason == .uncaughtSignal { return 128 + process.terminationStatus }
+    return process.terminationStatus
+}
+
+/// The StreamLens checkout holding `script`: the current directory if it has it, else the
+/// nearest directory above the running executable that has it (`.build/debug/streamlens` lives
+/// inside the checkout).
+func checkoutRoot(holding script: String) -> URL? {
     let fm = FileManager.default
-    let script = "tools/coreml_import.py"
     let cwd = URL(fileURLWithPath: fm.currentDirectoryPath)
     if fm.fileExists(atPath: cwd.appendingPathComponent(script).path) { return cwd }
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

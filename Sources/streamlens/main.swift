@@ -10,6 +10,7 @@ let usage = """
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
+           streamlens train-style STYLE_IMAGE --out PATH [options]       (train a style network; --help lists options)
            streamlens --help | --version
 
     SPEC is a gst-launch-1.0 pipeline in which StreamLens stages (lens…) appear like elements,
@@ -164,6 +165,7 @@ case "run": exit(runCommand(arguments))
 case "inspect": exit(inspectCommand(arguments))
 case "stages": exit(stagesCommand(arguments))
 case "import": exit(importCommand(arguments))
+case "train-style": exit(trainStyleCommand(arguments))
 case "-h", "--help", "help": printOut(usage); exit(0)
 case "--version":
     initialize()
