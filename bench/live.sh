@@ -93,7 +93,7 @@ stage_of() {
   case $1 in
     pass) echo "lenspass mode=live" ;;
     detect) echo "lensdetect model=Models/face-full-range.json mode=live" ;;
-    stylize) echo "lensstylize inference-size=320x180 mode=live" ;;
+    stylize) echo "lensstylize model=Models/magenta-style.json inference-size=320x180 mode=live" ;;
   esac
 }
 spec_of() {  # variant socket port

@@ -18,6 +18,6 @@ for s in $styles; do
   layout+=" sink_$i::xpos=$((i * S)) sink_$((i + 10))::xpos=$((i * S)) sink_$((i + 10))::ypos=$S"
   i=$((i + 1))
 done
-spec+=" compositor name=grid background=black $layout ! video/x-raw,width=$((i * S)),height=$((2 * S)) ! videoconvert ! jpegenc quality=85 ! filesink location=$out"
+spec+=" compositor name=grid background=black $layout ! video/x-raw,width=$((i * S)),height=$((2 * S)) ! videoconvert ! jpegenc quality=75 ! filesink location=$out"
 "$bin" run -q "$spec"
 echo "wrote $out ("$styles")"

@@ -22,11 +22,11 @@ public final class StylizeStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensstylize",
         summary: "Stylize frames with an image-to-image model (OpenVINO): feed-forward styles or any style image (Magenta)",
-        example: "videotestsrc num-buffers=30 ! videoconvert ! lensstylize model=Models/magenta-style.json ! fakesink",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! lensstylize model=Models/waves.json ! fakesink",
         sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
         properties: [
-            PropertySpec("model", .string, default: .string("Models/magenta-style.json"), live: true,
-                         help: "style model manifest (JSON): a feed-forward stylizer or an arbitrary-style network"),
+            PropertySpec("model", .string, default: .string("Models/mosaic.json"), live: true,
+                         help: "style model manifest (JSON): a feed-forward stylizer (Models/mosaic, waves, embers: trained by `streamlens train-style`) or an arbitrary-style network (Models/magenta-style.json)"),
             PropertySpec("style-image", .string, default: .string(""), live: true,
                          help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
             PropertySpec("strength", .double(0...1), default: .double(1), live: true,

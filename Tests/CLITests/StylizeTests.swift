@@ -58,7 +58,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         let (w, h) = (512, 512)
         let src = Self.photo(width: w, height: h, count: 2)
         let (input, _) = try Self.frames(src, nil, width: w, height: h)
-        let (styled, r) = try Self.frames(src, "lensstylize", width: w, height: h)
+        let (styled, r) = try Self.frames(src, "lensstylize model=Models/magenta-style.json", width: w, height: h)
         #expect(r.status == 0, "\(r.stderr)")
         try #require(input.count == 2 && styled.count == 2, "frames in \(input.count), out \(styled.count): \(r.stderr)")
         // The style image's own colours, decoded the same way.
@@ -100,9 +100,9 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         let (w, h) = (200, 120)
         let src = Self.photo("chelsea.png", width: w, height: h, count: 3)
         let (input, _) = try Self.frames(src, nil, width: w, height: h)
-        let (zero, r0) = try Self.frames(src, "lensstylize inference-size=128 strength=0", width: w, height: h)
-        let (full, r1) = try Self.frames(src, "lensstylize inference-size=128 strength=1", width: w, height: h)
-        let (half, r2) = try Self.frames(src, "lensstylize inference-size=128 strength=0.5", width: w, height: h)
+        let (zero, r0) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128 strength=0", width: w, height: h)
+        let (full, r1) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128 strength=1", width: w, height: h)
+        let (half, r2) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128 strength=0.5", width: w, height: h)
         for r in [r0, r1, r2] { #expect(r.status == 0, "\(r.stderr)") }
         try #require(input.count == 3 && zero.count == 3 && full.count == 3 && half.count == 3)
         #expect(zero == input, "strength 0 must give the input back exactly")
@@ -116,7 +116,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
     func anyFrameSizeAndAspectRatio(_ w: Int, _ h: Int) throws {
         let src = Self.photo(width: w, height: h, count: 3)
         let (input, _) = try Self.frames(src, nil, width: w, height: h)
-        let (styled, r) = try Self.frames(src, "lensstylize inference-size=128", width: w, height: h)
+        let (styled, r) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128", width: w, height: h)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(styled.count == 3, "\(w)x\(h): \(styled.count) frames out")
         if let a = input.first, let b = styled.first {
@@ -181,7 +181,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         // also answers the latency query as live, hence --mode lossless.
         let src = Self.photo(width: w, height: h, count: 40) + " ! identity sync=true"
         let (input, _) = try Self.frames(Self.photo(width: w, height: h, count: 1), nil, width: w, height: h)
-        let (out, r) = try Self.frames(src, "lensstylize name=style inference-size=128", width: w, height: h,
+        let (out, r) = try Self.frames(src, "lensstylize model=Models/magenta-style.json name=style inference-size=128", width: w, height: h,
                                        input: [(1.0, "set style strength=7"), (1.1, "set strength=0"), (1.2, "get style strength")],
                                        inputClock: "style: video/x-raw", extraArgs: ["-v", "--mode", "lossless", "--control", "-"])
         #expect(r.status == 0, "\(r.stderr)")
@@ -240,7 +240,7 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         let (w, h) = (160, 120)
         // 8 s of frames (longer for a slow build): the background loads finish while they flow.
         let count = Int(80 * CLI.slowdown)
-        let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: count) + " ! identity sync=true", "lensstylize inference-size=128",
+        let (out, r) = try Self.frames(Self.photo(width: w, height: h, count: count) + " ! identity sync=true", "lensstylize model=Models/magenta-style.json inference-size=128",
                                        width: w, height: h, extraArgs: ["--mode", "lossless", "--control", socket], output: output)
         client.waitUntilExit()
         let replies = try String(contentsOf: clientOut, encoding: .utf8)
@@ -276,8 +276,8 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         func flicker(_ frames: [[UInt8]]) -> Double {
             zip(frames, frames.dropFirst()).map { Self.meanAbsoluteDifference($0, $1) }.reduce(0, +) / Double(frames.count - 1)
         }
-        let (plain, r0) = try Self.frames(src, "lensstylize inference-size=128", width: w, height: h)
-        let (smooth, r1) = try Self.frames(src, "lensstylize inference-size=128 smoothing=0.8", width: w, height: h)
+        let (plain, r0) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128", width: w, height: h)
+        let (smooth, r1) = try Self.frames(src, "lensstylize model=Models/magenta-style.json inference-size=128 smoothing=0.8", width: w, height: h)
         #expect(r0.status == 0 && r1.status == 0, "\(r0.stderr)\(r1.stderr)")
         try #require(plain.count == n && smooth.count == n)
         let a = flicker(plain), b = flicker(smooth)
@@ -322,7 +322,8 @@ let magentaMissing = "the Magenta models are not in ../shared/models/magenta (se
         let cases: [(String, String)] = [
             ("model=\(noDefault)", "\(noDefault) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy"),
             ("model=\(noDefault) style-image=/nope/scream.jpg", "image /nope/scream.jpg not found"),
-            ("style-image=\(notAnImage)", "image \(notAnImage) cannot be decoded as a picture"),
+            ("model=Models/magenta-style.json style-image=\(notAnImage)", "image \(notAnImage) cannot be decoded as a picture"),
+            ("style-image=\(notAnImage)", "style-image is for arbitrary-style models; Models/mosaic.json has its style built in"),
             ("model=\(wrongLayout)", "the model's image input has 384 channels in NCHW layout; StreamLens feeds 3-channel colour pictures"),
             ("model=Models/face-short-range.json", "Models/face-short-range.json describes a detector (decoder 'blazeface'), not an image-to-image model; use it with lensdetect"),
             ("model=Models/nope.json", "model manifest Models/nope.json not found"),
