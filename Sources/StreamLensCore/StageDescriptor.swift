@@ -19,11 +19,14 @@ public struct StageDescriptor: Sendable {
     /// part fails, ends or stalls, while everything downstream keeps running; frames leave it
     /// stamped with the pipeline's running time, so a restarted source continues the timeline.
     public var restartsUpstream: Bool
+    /// Keys the stage answers in a preview window (each a property change; `KeyBinding`).
+    public var keys: [KeyBinding]
 
     public static let namePrefix = "lens"
 
     public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw",
-                capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, properties: [PropertySpec]) {
+                capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, properties: [PropertySpec],
+                keys: [KeyBinding] = []) {
         precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
         self.name = name
         self.summary = summary
@@ -33,6 +36,7 @@ public struct StageDescriptor: Sendable {
         self.isSink = isSink
         self.restartsUpstream = restartsUpstream
         self.ownProperties = properties
+        self.keys = keys
     }
 
     /// The full property table: the stage's own, then the bridge's (same for every stage).
