@@ -21,8 +21,8 @@ public final class DetectStage: Stage {
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
-            PropertySpec("device", .string, default: .string("CPU"),
-                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch)"),
+            PropertySpec("device", .string, default: .string("CPU"), live: true,
+                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch; live: the model is recompiled between two frames)"),
             PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"),
                          help: "inference precision hint"),
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
@@ -43,13 +43,20 @@ public final class DetectStage: Stage {
                          help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout)"),
+        ],
+        keys: [
+            KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
+            KeyBinding(["i"], .cycle(property: "interval", values: ["1", "2", "4", "8"]), help: "inference interval: every 1st, 2nd, 4th, 8th frame"),
+            KeyBinding(["b"], .toggle(property: "draw"), help: "boxes on or off"),
+            KeyBinding(["d"], .cycle(property: "device", values: ["CPU", "GPU", "NPU", "AUTO"]),
+                       help: "next device (one not present is refused with a warning; the next press goes on from it)"),
         ])
 
     private let manifest: ModelManifest
     private let manifestPath: String
     private let decoder: BlazeFaceDecoder
     private let engine: InferenceEngine
-    private let options: InferenceOptions
+    private var options: InferenceOptions
     private let crop: CropMode
     private var settings: StageSettings
     private var model: ImageModel?
@@ -113,6 +120,7 @@ public final class DetectStage: Stage {
     }
 
     public func formatChanged(_ format: VideoFormat) throws {
+        self.format = format
         let geometry = FrameGeometry(frameWidth: format.width, frameHeight: format.height,
                                      modelWidth: manifest.input.width, modelHeight: manifest.input.height, mode: crop)
         let region: FrameRegion
@@ -178,6 +186,31 @@ public final class DetectStage: Stage {
 
     public func settingsChanged(_ settings: StageSettings) {
         self.settings = settings
+        let device = settings.string("device")
+        guard device != options.device else { return }
+        // A new device: the model is compiled for it between two frames (a detector compiles in
+        // a fraction of a second; a live source drops the frames that arrive meanwhile). One
+        // that is not there, or fails to compile, is refused and the current one kept.
+        let previous = options
+        options.device = device
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            try engine.checkDevice(device)
+            if let format { try formatChanged(format) }
+            let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+            notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", device, ms)))
+        } catch {
+            options = previous
+            if let format { try? formatChanged(format) }
+            notices.append(StageNotice(.warning, "\(error); keeping \(previous.device)", restore: ["device": .string(previous.device)]))
+        }
+    }
+
+    private var format: VideoFormat?
+    private var notices: [StageNotice] = []
+    public func takeNotices() -> [StageNotice] {
+        defer { notices = [] }
+        return notices
     }
 
     private func draw(_ detections: [Detection], on frame: Frame) {

@@ -42,6 +42,15 @@ public final class StylizeStage: Stage {
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
             PropertySpec("cache-dir", .string, default: .string(""),
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+            PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
+                         help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
+        ],
+        keys: KeyBinding.numberKeys(property: "model", listProperty: "styles", help: "style model: the n-th of `styles`") + [
+            KeyBinding(["equal", "plus", "KP_Add"], label: "+", .step(property: "strength", by: 0.1), help: "strength up by 0.1"),
+            KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),
+            KeyBinding(["d"], .cycle(property: "device", values: ["CPU", "GPU", "NPU", "AUTO"]),
+                       help: "next device (one not present is refused with a warning; the next press goes on from it)"),
+            KeyBinding(["s"], .cycle(property: "smoothing", values: ["0", "0.5", "0.8"]), help: "smoothing: off, 0.5, 0.8"),
         ])
 
     private let engine: InferenceEngine

@@ -132,7 +132,17 @@ func stagesCommand(_ args: [String]) -> Int32 {
         for p in d.properties {
             printOut("    \(p.name)=\(p.defaultValue)  [\(p.constraint)\(p.live ? ", live" : "")]  \(p.help)")
         }
+        if !d.keys.isEmpty {
+            printOut("  keys (in a preview window; each is a `set` of a live property):")
+            var shown = Set<String>()
+            for k in d.keys where shown.insert(k.label).inserted {
+                printOut("    \(k.label.padding(toLength: 5, withPad: " ", startingAt: 0)) \(k.help)")
+            }
+        }
         printOut("")
+    }
+    if args.isEmpty {
+        printOut("In every preview window the \(HostKeys.pause.label) key \(HostKeys.pause.help), other keys are ignored, and closing the window ends the run.")
     }
     return 0
 }

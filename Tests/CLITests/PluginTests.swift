@@ -40,7 +40,8 @@ import Testing
             #expect(inspect.status == 0, "\(name): \(inspect.stderr)")
             // Every property of the stage's table, with its help text.
             let section = stages.stdout.components(separatedBy: "\(name): ")[1].components(separatedBy: "\n\n")[0]
-            for line in section.split(separator: "\n") where line.hasPrefix("    ") {
+            // Property lines ("    name=default  [...]  help"), not the keys listed after them.
+            for line in section.split(separator: "\n") where line.hasPrefix("    ") && line.dropFirst(4).prefix(while: { $0 != " " }).contains("=") {
                 let property = String(line.dropFirst(4).prefix { $0 != "=" })
                 #expect(inspect.stdout.contains("  \(property) "), "\(name).\(property) missing from gst-inspect-1.0")
             }
