@@ -37,6 +37,8 @@ APT_PACKAGES=(
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-rtsp ffmpeg unzip
   libcairo2-dev fonts-dejavu-core
+  # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
+  gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

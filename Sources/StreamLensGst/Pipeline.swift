@@ -194,6 +194,20 @@ public final class Pipeline {
             return .failed(message)
         }
 
+        // A window sink without a display fails at its first state change with a message that
+        // does not say what to do (and autovideosink may crash trying DirectFB): say it first.
+        for element in allElements() {
+            guard let factory = sl_element_factory_name(element).map({ String(cString: $0) }),
+                  let problem = DisplayCheck.problem(factory: factory) else { continue }
+            let message = "\(objectName(element)): \(problem)"
+            log("error: \(message)")
+            return .failed(message)
+        }
+        let keys = PreviewKeys(pipeline: pipeline, control: control ?? ControlChannel(pipeline: pipeline, echo: false), log: { [quiet = options.quiet, log] line in
+            if !quiet { log(line) }
+        })
+        var windowClosed: Date?
+
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
             stop()
@@ -210,6 +224,7 @@ public final class Pipeline {
             if seen > interruptsHandled {
                 interruptsHandled = seen
                 if seen == 1 {
+                    keys.resume()
                     StageElements.ending.store(true, ordering: .relaxed)
                     progress.clear()
                     log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
@@ -249,20 +264,46 @@ public final class Pipeline {
                 outcome = .failed(message)
                 break
             }
-            if !options.quiet, playing { progress.update(pipeline: pipeline, stage: firstStage, log: log) }
+            if !options.quiet, playing, !keys.paused { progress.update(pipeline: pipeline, stage: firstStage, log: log) }
+            // The window closed: the end of stream sent then normally arrives within a frame.
+            if let closed = windowClosed, Date().timeIntervalSince(closed) > 5 {
+                outcome = .finished(interrupted: true)
+                break
+            }
 
             guard let message = gst_bus_timed_pop(bus, GstClockTime(100_000_000)) else { continue }
             defer { gst_message_unref(message) }
             switch sl_message_type(message) {
             case GST_MESSAGE_EOS:
-                outcome = .finished(interrupted: interruptsHandled > 0)
+                outcome = .finished(interrupted: interruptsHandled > 0 || windowClosed != nil)
+                if !options.quiet { for line in windowSinkSummaries() { log(line) } }
                 drainStageReports(bus, expected: stageCount, options: options)
-                if interruptsHandled == 0, watchdogs.isEmpty, let lost = lostFrames() {
+                if interruptsHandled == 0, windowClosed == nil, watchdogs.isEmpty, let lost = lostFrames() {
                     progress.clear()
                     log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
                     if lost.fatal { outcome = .failed(lost.text) }
                 }
             case GST_MESSAGE_ERROR:
+                // The user closed the window: the end of the run, not a failure. End the stream
+                // (files written beside the window are finalized) and take the errors that follow
+                // (the source's "Internal data stream error") as part of it.
+                if firstError == nil, windowClosed == nil, sl_error_is_window_closed(message) != 0 {
+                    progress.clear()
+                    if !options.quiet { log("\(sourceName(message)): window closed: ending the run") }
+                    windowClosed = Date()
+                    StageElements.ending.store(true, ordering: .relaxed)
+                    gst_object_ref(pipeline)
+                    let target = ElementReference(pipeline)
+                    Thread.detachNewThread {
+                        gst_element_send_event(target.pointer, gst_event_new_eos())
+                        gst_object_unref(target.pointer)
+                    }
+                    continue
+                }
+                if windowClosed != nil {
+                    if options.verbose { log("after the window closed: \(errorText(message))") }
+                    continue
+                }
                 let text = errorText(message)
                 // An error in the source part of a watchdog stage is an outage, not the end.
                 if let watchdog = stages.first(where: { stage in
@@ -316,6 +357,11 @@ public final class Pipeline {
             case GST_MESSAGE_LATENCY:
                 _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
             case GST_MESSAGE_ELEMENT:
+                if let key = takeString(sl_navigation_key_press(message)) {
+                    progress.clear()
+                    keys.press(key, stages: stages)
+                    continue
+                }
                 progress.clear()
                 recordReport(message, options: options)
             default:
@@ -588,6 +634,15 @@ public final class Pipeline {
         ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
         ("Address already in use", "the address or port is already in use (another program is listening there)"),
     ]
+
+    /// "ximagesink0: 450 frames shown, 0 dropped as late" for each window sink.
+    private func windowSinkSummaries() -> [String] {
+        allElements().compactMap { element in
+            var rendered: guint64 = 0, dropped: guint64 = 0
+            guard sl_window_sink_stats(element, &rendered, &dropped) != 0 else { return nil }
+            return "\(objectName(element)): \(rendered) frames shown, \(dropped) dropped as late"
+        }
+    }
 
     /// The element a message comes from, named as the user wrote it: a stage's inner
     /// appsink/appsrc report as the stage.

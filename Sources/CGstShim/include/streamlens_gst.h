@@ -11,6 +11,16 @@
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
 GstMessageType sl_message_type(GstMessage *message);
+
+// Preview windows. The key of a key-press navigation message (a video sink posts one for every
+// key no element upstream handled), newly allocated, or NULL for any other message.
+gchar *sl_navigation_key_press(GstMessage *message);
+// An error from a video window sink saying its window was closed (ximagesink "Output window was
+// closed", glimagesink "Quit requested": RESOURCE_ERROR_NOT_FOUND from a GstVideoOverlay).
+gboolean sl_error_is_window_closed(GstMessage *message);
+// A video window sink's frames shown and dropped as late (GstBaseSink "stats"); FALSE for any
+// other element.
+gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *dropped);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
 /// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
 /// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
