@@ -155,6 +155,7 @@ public final class DetectStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         guard let model, let geometry else { return .forward }
+        let arrived = DispatchTime.now().uptimeNanoseconds
         if frame.index % settings.int("interval") == 0 {
             let start = DispatchTime.now().uptimeNanoseconds
             do {
@@ -181,8 +182,12 @@ public final class DetectStage: Stage {
         if frameTimes.count > 30 { frameTimes.removeFirst(frameTimes.count - 30) }
         if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
         if let metadata { write(last, frame: frame, to: metadata) }
+        latency.add(milliseconds: Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6)
         return .forward
     }
+
+    public var latencyNanoseconds: UInt64 { latency.nanoseconds }
+    private var latency = ReportedLatency()
 
     public func settingsChanged(_ settings: StageSettings) {
         self.settings = settings

@@ -187,7 +187,7 @@ public final class StylizeStage: Stage {
         record(&shrinkTimes, Double(inferStart - start) / 1e6)
         record(&convertTimes, Double(inferEnd - convertStart) / 1e6)
         record(&blendTimes, Double(end - blendStart) / 1e6)
-        raiseLatency()
+        latency.add(milliseconds: Double(end - start) / 1e6)
         return .forward
     }
 
@@ -327,19 +327,8 @@ public final class StylizeStage: Stage {
         return text
     }
 
-    /// What the stage adds to the pipeline's latency, so clock-synced sinks wait for its frames
-    /// instead of dropping them: the slowest of the recent frames, in 10 ms steps, never lowered
-    /// (a latency that moves back and forth makes sinks stutter).
-    public var latencyNanoseconds: UInt64 { reportedLatency }
-    private var reportedLatency: UInt64 = 0
-
-    private func raiseLatency() {
-        guard frameTimes.count >= 3 else { return }
-        let recent = frameTimes.suffix(32).sorted()
-        let slow = recent[min(recent.count - 1, recent.count * 95 / 100)]
-        let stepped = UInt64((slow / 10).rounded(.up) * 10) * 1_000_000
-        if stepped > reportedLatency { reportedLatency = stepped }
-    }
+    public var latencyNanoseconds: UInt64 { latency.nanoseconds }
+    private var latency = ReportedLatency()
 
     public func takeNotices() -> [StageNotice] {
         guard !notices.isEmpty else { return [] }
