@@ -270,6 +270,18 @@ gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *d
     return ok;
 }
 
+GstClockTime sl_live_latency(GstElement *pipeline) {
+    GstQuery *query = gst_query_new_latency();
+    GstClockTime result = GST_CLOCK_TIME_NONE;
+    if (gst_element_query(pipeline, query)) {
+        gboolean live; GstClockTime min, max;
+        gst_query_parse_latency(query, &live, &min, &max);
+        if (live) result = min;
+    }
+    gst_query_unref(query);
+    return result;
+}
+
 // CAPS on the sink pad of a pass-through stage: what downstream accepts, within the stage's
 // own caps, so `videotestsrc ! lenspass ! video/x-raw,format=I420 ! …` negotiates as it would
 // without the stage.

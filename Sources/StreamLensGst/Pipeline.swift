@@ -635,12 +635,16 @@ public final class Pipeline {
         ("Address already in use", "the address or port is already in use (another program is listening there)"),
     ]
 
-    /// "ximagesink0: 450 frames shown, 0 dropped as late" for each window sink.
+    /// "ximagesink0: 450 frames shown, 0 dropped as late, each 81 ms after capture" for each
+    /// window sink (the last part for live pipelines: a synced sink shows every frame at its
+    /// capture time plus the pipeline's latency, which the stages' reports are part of).
     private func windowSinkSummaries() -> [String] {
-        allElements().compactMap { element in
+        let latency = sl_live_latency(pipeline)
+        let lag = latency == GstClockTime.max ? "" : String(format: ", each %.0f ms after capture", Double(latency) / 1e6)
+        return allElements().compactMap { element in
             var rendered: guint64 = 0, dropped: guint64 = 0
             guard sl_window_sink_stats(element, &rendered, &dropped) != 0 else { return nil }
-            return "\(objectName(element)): \(rendered) frames shown, \(dropped) dropped as late"
+            return "\(objectName(element)): \(rendered) frames shown, \(dropped) dropped as late\(lag)"
         }
     }
 

@@ -21,6 +21,9 @@ gboolean sl_error_is_window_closed(GstMessage *message);
 // A video window sink's frames shown and dropped as late (GstBaseSink "stats"); FALSE for any
 // other element.
 gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *dropped);
+// A live pipeline's latency: how long after capture a clock-synced sink shows each frame
+// (GST_CLOCK_TIME_NONE when the pipeline is not live or cannot say).
+GstClockTime sl_live_latency(GstElement *pipeline);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
 /// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
 /// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
