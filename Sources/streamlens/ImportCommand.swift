@@ -28,15 +28,22 @@ func importCommand(_ args: [String]) -> Int32 {
     }
     var environment = ProcessInfo.processInfo.environment
     environment["PYTHONPATH"] = [packages.path, environment["PYTHONPATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
+    return runTool("import", URL(fileURLWithPath: "/usr/bin/env"),
+                   [environment["PYTHON"] ?? "python3", root.appendingPathComponent("tools/coreml_import.py").path] + args,
+                   environment: environment)
+}
+
+/// Runs one of the checkout's tools with its standard input, output and error inherited (the
+/// tool talks to the user directly) and returns its exit code (128 + N for a signal).
+func runTool(_ command: String, _ executable: URL, _ args: [String], environment: [String: String]? = nil) -> Int32 {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [environment["PYTHON"] ?? "python3", root.appendingPathComponent("tools/coreml_import.py").path] + args
-    process.environment = environment
-    // Standard input, output and error are inherited: the script talks to the user directly.
+    process.executableURL = executable
+    process.arguments = args
+    if let environment { process.environment = environment }
     do {
         try process.run()
     } catch {
-        FileHandle.standardError.write(Data("streamlens: import: cannot start python3: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("streamlens: \(command): cannot start \(executable.path): \(error)\n".utf8))
         return 1
     }
     process.waitUntilExit()
@@ -55,18 +62,7 @@ func trainStyleCommand(_ args: [String]) -> Int32 {
             """.utf8))
         return 1
     }
-    let process = Process()
-    process.executableURL = root.appendingPathComponent("tools/train-style")
-    process.arguments = args
-    do {
-        try process.run()
-    } catch {
-        FileHandle.standardError.write(Data("streamlens: train-style: cannot start tools/train-style: \(error)\n".utf8))
-        return 1
-    }
-    process.waitUntilExit()
-    if process.terminationReason == .uncaughtSignal { return 128 + process.terminationStatus }
-    return process.terminationStatus
+    return runTool("train-style", root.appendingPathComponent("tools/train-style"), args)
 }
 
 /// The StreamLens checkout holding `script`: the current directory if it has it, else the
