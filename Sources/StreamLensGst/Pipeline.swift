@@ -228,14 +228,7 @@ public final class Pipeline {
                     StageElements.ending.store(true, ordering: .relaxed)
                     progress.clear()
                     log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
-                    // From its own thread: a source busy reconnecting (rtspsrc behind a watchdog)
-                    // can hold the event for a long time, and the bus loop must go on.
-                    gst_object_ref(pipeline)
-                    let target = ElementReference(pipeline)
-                    Thread.detachNewThread {
-                        gst_element_send_event(target.pointer, gst_event_new_eos())
-                        gst_object_unref(target.pointer)
-                    }
+                    endStream()
                 } else {
                     progress.clear()
                     log("aborted")
@@ -292,12 +285,7 @@ public final class Pipeline {
                     if !options.quiet { log("\(sourceName(message)): window closed: ending the run") }
                     windowClosed = Date()
                     StageElements.ending.store(true, ordering: .relaxed)
-                    gst_object_ref(pipeline)
-                    let target = ElementReference(pipeline)
-                    Thread.detachNewThread {
-                        gst_element_send_event(target.pointer, gst_event_new_eos())
-                        gst_object_unref(target.pointer)
-                    }
+                    endStream()
                     continue
                 }
                 if windowClosed != nil {
@@ -634,6 +622,17 @@ public final class Pipeline {
         ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
         ("Address already in use", "the address or port is already in use (another program is listening there)"),
     ]
+
+    /// Sends end-of-stream to the pipeline from its own thread: a source busy reconnecting
+    /// (rtspsrc behind a watchdog) can hold the event for a long time, and the bus loop must go on.
+    private func endStream() {
+        gst_object_ref(pipeline)
+        let target = ElementReference(pipeline)
+        Thread.detachNewThread {
+            gst_element_send_event(target.pointer, gst_event_new_eos())
+            gst_object_unref(target.pointer)
+        }
+    }
 
     /// "ximagesink0: 450 frames shown, 0 dropped as late, each 81 ms after capture" for each
     /// window sink (the last part for live pipelines: a synced sink shows every frame at its

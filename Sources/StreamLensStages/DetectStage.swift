@@ -205,8 +205,8 @@ public final class DetectStage: Stage {
             let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
             notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", device, ms)))
         } catch {
+            // formatChanged replaces the model only when the new one compiled: the old one stays.
             options = previous
-            if let format { try? formatChanged(format) }
             notices.append(StageNotice(.warning, "\(error); keeping \(previous.device)", restore: ["device": .string(previous.device)]))
         }
     }
