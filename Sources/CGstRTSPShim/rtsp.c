@@ -120,8 +120,9 @@ static void sl_on_play_request(GstRTSPClient *client, GstRTSPContext *ctx, gpoin
     gst_object_unref(payloader);
 }
 
-// Clients are handled on the server's thread (its thread pool makes no threads of its own), as
-// is the shutdown that closes them, so `s` outlives every signal a client can emit.
+// Clients are handled on the server's thread (its thread pool is told to make no threads of its
+// own: the default, one pool thread, would run a late PLAY after sl_free), as is the shutdown
+// that closes them, so `s` outlives every signal a client can emit.
 static void sl_on_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer data) {
     (void)server;
     g_signal_connect(client, "play-request", G_CALLBACK(sl_on_play_request), data);
@@ -301,6 +302,10 @@ SLRtspServer *sl_rtsp_server_start(const SLRtspConfig *c, char *error, size_t er
     char *service = g_strdup_printf("%u", c->port);
     gst_rtsp_server_set_service(s->server, service);
     g_free(service);
+    GstRTSPThreadPool *threads = gst_rtsp_thread_pool_new();
+    gst_rtsp_thread_pool_set_max_threads(threads, 0); // clients on the server's own loop thread
+    gst_rtsp_server_set_thread_pool(s->server, threads);
+    g_object_unref(threads);
 
     s->factory = gst_rtsp_media_factory_new();
     gst_rtsp_media_factory_set_launch(s->factory, s->launch);
