@@ -69,7 +69,8 @@ public struct RegionOfInterest: Sendable, Equatable {
     }
 }
 
-/// One video frame as a stage sees it, valid only during `Stage.process`.
+/// One video frame as a stage sees it, valid only during `Stage.process` — or, when the stage
+/// answered `.pending`, until `Stage.finishOldest` has given its outcome.
 public struct Frame {
     public let format: VideoFormat
     /// Presentation time in nanoseconds (nil when the buffer has none).

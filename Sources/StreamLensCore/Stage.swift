@@ -19,6 +19,14 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// One frame. Leave `frame` untouched to pass the same buffer on without a copy.
     func process(_ frame: Frame) -> FrameOutcome
 
+    /// The outcome of the oldest frame this stage answered `.pending` for, once the stage is
+    /// done with it; nil when it is not done yet and `wait` is false. The host asks after every
+    /// frame, while it waits for the next one, and with `wait` at end of stream; a stage whose
+    /// window of frames in flight is full waits for its oldest one whatever `wait` says. Frames
+    /// leave in the order they came (a remote model's requests overlap; the frames do not
+    /// overtake each other).
+    func finishOldest(wait: Bool) -> FrameOutcome?
+
     /// Properties marked `live` changed while playing; delivered between frames.
     func settingsChanged(_ settings: StageSettings)
 
@@ -49,6 +57,7 @@ public struct StageNotice: Sendable, Equatable {
 
 extension Stage {
     public func formatChanged(_ format: VideoFormat) throws {}
+    public func finishOldest(wait: Bool) -> FrameOutcome? { .forward }
     public func settingsChanged(_ settings: StageSettings) {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }
@@ -61,6 +70,9 @@ public enum FrameOutcome: Equatable, Sendable {
     case forward
     /// Drop this frame; the reason is counted in the stage's statistics.
     case drop(reason: String)
+    /// The stage is still working on this frame (a request in flight): the host holds it, and
+    /// the frames after it, until `finishOldest` gives its outcome.
+    case pending
 }
 
 /// A setup error: bad settings, a missing model, an unsupported format. The host prints

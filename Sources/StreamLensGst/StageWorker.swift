@@ -121,13 +121,17 @@ final class StageWorker: @unchecked Sendable {
                 endWithoutSource()
                 return
             }
-            guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(100_000_000)) else {
+            // Frames held for a stage's requests in flight: a short pull, so a finished one
+            // leaves soon even when no new frame comes.
+            if !held.isEmpty, !deliverFinished(wait: false) { return }
+            guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(held.isEmpty ? 100_000_000 : 2_000_000)) else {
                 if gst_app_sink_is_eos(appsink) != 0, let watchdog, watchdog.restartOnEOS, !StageElements.ending.load(ordering: .relaxed),
                    !stopping.load(ordering: .relaxed) {
                     if !watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return }
                     continue
                 }
                 if gst_app_sink_is_eos(appsink) != 0 {
+                    if !held.isEmpty, !deliverFinished(wait: true) { return }
                     finishStream()
                     return
                 }
@@ -164,33 +168,71 @@ final class StageWorker: @unchecked Sendable {
             reportPeriodically()
             // A stage whose cost is only known once it runs (a model) may raise its latency.
             if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
-            switch outcome {
-            case .forward:
-                guard let appsrc else { // a sink stage: the stage took the frame
-                    statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
-                    continue
-                }
-                let flow: GstFlowReturn
-                if watchdog != nil {
-                    flow = pushRestamped(pixels.sample, into: appsrc)
-                } else {
-                    // push_sample does not take the sample; it sets the caps on appsrc when they
-                    // change and carries the segment, so timestamps stay as they came in.
-                    sl_handoff_release(gst_sample_get_buffer(pixels.sample))
-                    flow = gst_app_src_push_sample(appsrc, pixels.sample)
-                }
-                sl_stage_flush_tags(element)
-                // A watchdog's frames leave stamped "now": their age there says nothing.
-                statistics.forwarded(age: live && watchdog == nil ? age(of: pixels.sample, pts: pts) : nil)
-                if flow == GST_FLOW_FLUSHING { return } // stopping
-                if flow != GST_FLOW_OK {
-                    sl_stage_set_downstream_flow(element, flow)
-                    downstreamDone = true
-                }
-            case .drop:
-                statistics.addDropped(1)
+            if case .pending = outcome {
+                held.append((pixels, pts, nil))
+            } else if held.isEmpty {
+                if !deliver(outcome, pixels: pixels, pts: pts) { return }
+            } else {
+                held.append((pixels, pts, outcome)) // behind frames still in flight
+            }
+            if !held.isEmpty, !deliverFinished(wait: false) { return }
+        }
+    }
+
+    /// Frames the stage answered `.pending` for, and frames that came after them, oldest first
+    /// (an outcome once known). They leave in this order.
+    private var held: [(pixels: SamplePixels, pts: GstClockTime, outcome: FrameOutcome?)] = []
+
+    /// Delivers held frames from the oldest while their outcomes are known; `wait`: until none
+    /// is left (end of stream). False when the worker must stop.
+    private func deliverFinished(wait: Bool) -> Bool {
+        while let oldest = held.first {
+            var outcome = oldest.outcome
+            if outcome == nil {
+                outcome = stage.finishOldest(wait: wait)
+                postNotices()
+                if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
+            }
+            guard let outcome else { return true }
+            held.removeFirst()
+            if !deliver(outcome, pixels: oldest.pixels, pts: oldest.pts) {
+                held.removeAll()
+                return false
             }
         }
+        return true
+    }
+
+    /// Pushes a frame on or counts it dropped. False when the worker must stop (flushing).
+    private func deliver(_ outcome: FrameOutcome, pixels: SamplePixels, pts: GstClockTime) -> Bool {
+        switch outcome {
+        case .forward:
+            guard let appsrc else { // a sink stage: the stage took the frame
+                statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
+                return true
+            }
+            if downstreamDone { return true }
+            let flow: GstFlowReturn
+            if watchdog != nil {
+                flow = pushRestamped(pixels.sample, into: appsrc)
+            } else {
+                // push_sample does not take the sample; it sets the caps on appsrc when they
+                // change and carries the segment, so timestamps stay as they came in.
+                sl_handoff_release(gst_sample_get_buffer(pixels.sample))
+                flow = gst_app_src_push_sample(appsrc, pixels.sample)
+            }
+            sl_stage_flush_tags(element)
+            // A watchdog's frames leave stamped "now": their age there says nothing.
+            statistics.forwarded(age: live && watchdog == nil ? age(of: pixels.sample, pts: pts) : nil)
+            if flow == GST_FLOW_FLUSHING { return false } // stopping
+            if flow != GST_FLOW_OK {
+                sl_stage_set_downstream_flow(element, flow)
+                downstreamDone = true
+            }
+        case .drop, .pending:
+            statistics.addDropped(1)
+        }
+        return true
     }
 
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
