@@ -158,7 +158,42 @@ public final class InferenceEngine: @unchecked Sendable {
                                  + (reason.map { "\n  OpenVINO: \($0.trimmingCharacters(in: .whitespaces))" } ?? ""))
         }
         defer { ov_model_free(model) }
-        let inputs = try ports(model!, inputs: true)
+        return try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
+                           resizable: resizable, label: path)
+    }
+
+    /// The pre-processing alone: frames in, the float tensor a model of `shape` (in
+    /// `input.layout`) takes out — built and run by the same code as a local model's, so a
+    /// remote model receives exactly what the local one would. The network is a Parameter
+    /// feeding a Result (an IR read from memory); OpenVINO compiles the steps in front of it.
+    /// f32 throughout, whatever the device's default precision.
+    public func loadPreprocessing(shape: [Int], input: ImageInput, frame: FrameLayout, region: FrameRegion) throws -> ImageModel {
+        guard let colorFormat = frame.colorFormat else {
+            throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
+        }
+        guard shape.count == 4, shape.allSatisfy({ $0 > 0 }) else { throw InferenceError("pre-processing needs a static 4-d shape, got \(shape)") }
+        let dims = shape.map { "<dim>\($0)</dim>" }.joined()
+        let ir = """
+            <?xml version="1.0"?>
+            <net name="preprocessing" version="11"><layers>
+            <layer id="0" name="image" type="Parameter" version="opset1"><data shape="\(shape.map(String.init).joined(separator: ","))" element_type="f32"/>
+            <output><port id="0" precision="FP32" names="image">\(dims)</port></output></layer>
+            <layer id="1" name="tensor" type="Result" version="opset1"><input><port id="0" precision="FP32">\(dims)</port></input></layer>
+            </layers><edges><edge from-layer="0" from-port="0" to-layer="1" to-port="0"/></edges></net>
+            """
+        var model: OpaquePointer?
+        try ir.withCString { try check(ov_core_read_model_from_memory_buffer(core, $0, strlen($0), nil, &model), "ov_core_read_model_from_memory_buffer") }
+        defer { ov_model_free(model) }
+        var options = InferenceOptions()
+        options.precision = "f32"
+        return try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
+                           resizable: false, label: "pre-processing")
+    }
+
+    /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled.
+    private func compile(_ model: OpaquePointer, input: ImageInput, frame: FrameLayout, colorFormat: ov_color_format_e, region: FrameRegion,
+                         options: InferenceOptions, resizable: Bool, label path: String) throws -> ImageModel {
+        let inputs = try ports(model, inputs: true)
         let imageIndex: Int
         if let name = input.name {
             guard let i = inputs.firstIndex(where: { $0.name == name }) else {
@@ -171,7 +206,7 @@ public final class InferenceEngine: @unchecked Sendable {
             }
             imageIndex = 0
         }
-        try makeStatic(model!, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable)
+        try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable)
 
         var ppp: OpaquePointer?
         try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")

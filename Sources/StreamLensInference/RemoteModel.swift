@@ -1,0 +1,144 @@
+import Foundation
+
+/// What the stages need of a model fed with frames, wherever the network runs: `ImageModel`
+/// (OpenVINO here) and `RemoteImageModel` (an Open Inference Protocol server).
+public protocol ImageInference: AnyObject {
+    /// Output names and shapes, in the model's order.
+    var outputs: [(name: String, shape: [Int])] { get }
+    /// Inputs besides the image (a style vector…), set with `setInput`.
+    var otherInputs: [(name: String, shape: [Int])] { get }
+    func setInput(name: String, values: [Float]) throws
+    /// One frame in, the outputs in place (in `outputs`' order) for the duration of `body`.
+    func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R
+}
+
+extension ImageModel: ImageInference {}
+
+/// A model on an inference server: the frame is pre-processed here by OpenVINO — the very steps
+/// a local model compiles in front of itself, so both see the same tensor — and the tensor goes
+/// to the server over the Open Inference Protocol.
+///
+/// Not thread-safe, like `ImageModel`: one worker sends; the answers come back on the session's
+/// threads into `PendingInference`s.
+public final class RemoteImageModel: ImageInference {
+    public let address: RemoteModelAddress
+    public let metadata: RemoteModelMetadata
+    public let outputs: [(name: String, shape: [Int])]
+    public let otherInputs: [(name: String, shape: [Int])]
+    private let image: (name: String, shape: [Int])
+    private let preprocessing: ImageModel
+    private let client: OpenInferenceClient
+    private var otherValues: [String: Data] = [:]
+
+    init(address: RemoteModelAddress, metadata: RemoteModelMetadata, image: (name: String, shape: [Int]),
+         otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])],
+         preprocessing: ImageModel, client: OpenInferenceClient) {
+        self.address = address; self.metadata = metadata; self.image = image; self.otherInputs = otherInputs
+        self.outputs = outputs; self.preprocessing = preprocessing; self.client = client
+    }
+
+    public func setInput(name: String, values: [Float]) throws {
+        guard let port = otherInputs.first(where: { $0.name == name }) else {
+            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
+        }
+        guard port.shape.reduce(1, *) == values.count else {
+            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(values.count)")
+        }
+        otherValues[name] = values.withUnsafeBytes { Data($0) }
+    }
+
+    /// Pre-processes the frame (here, now) and sends it; the answer comes later.
+    public func send(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference {
+        let tensor = try preprocessing.infer(pixels) { views in Data(buffer: views[0]) }
+        var inputs = [OpenInferenceClient.Input(name: image.name, shape: image.shape, data: tensor)]
+        for port in otherInputs {
+            guard let data = otherValues[port.name] else { throw InferenceError("input \(port.name) was never set") }
+            inputs.append(.init(name: port.name, shape: port.shape, data: data))
+        }
+        return client.infer(inputs, outputs: outputs.map(\.name))
+    }
+
+    /// The answer's tensors in `outputs`' order, each checked against the shape expected.
+    public func outputs(of answer: [TensorData]) throws -> [TensorData] {
+        try outputs.map { port in
+            guard let tensor = answer.first(where: { $0.name == port.name }) else {
+                throw InferenceError("\(address.description) sent no output \(port.name)")
+            }
+            guard tensor.shape == port.shape else {
+                throw InferenceError("\(address.description) sent output \(port.name) as \(tensor.shape), expected \(port.shape)")
+            }
+            return tensor
+        }
+    }
+
+    public func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
+        let tensors = try outputs(of: send(pixels).wait().get())
+        return try Self.withViews(tensors[...], [], body)
+    }
+
+    private static func withViews<R>(_ rest: ArraySlice<TensorData>, _ views: [UnsafeBufferPointer<Float>],
+                                     _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
+        guard let first = rest.first else { return try body(views) }
+        return try first.values.withUnsafeBufferPointer { try withViews(rest.dropFirst(), views + [$0], body) }
+    }
+}
+
+extension InferenceEngine {
+    /// A model on an Open Inference Protocol server, checked against what the manifest says:
+    /// the server must answer, have the model ready, and its metadata must show an FP32 image
+    /// input of 3 channels in `input.layout` at `input`'s size (or a free size), plus any other
+    /// inputs with fixed shapes. A free batch becomes 1; in an image-to-image model a free
+    /// output height/width is the input's (checked on every answer).
+    public func loadRemoteImageModel(address: RemoteModelAddress, input: ImageInput, frame: FrameLayout, region: FrameRegion,
+                                     ) throws -> RemoteImageModel {
+        let client = OpenInferenceClient(address: address)
+        let metadata = try client.metadata()
+        let server = address.description
+        let imageIndex: Int
+        if let name = input.name {
+            guard let i = metadata.inputs.firstIndex(where: { $0.name == name }) else {
+                throw InferenceError("\(server) has no input named \(name) (inputs: \(metadata.inputs.map(\.name).joined(separator: ", ")))")
+            }
+            imageIndex = i
+        } else {
+            guard metadata.inputs.count == 1 else {
+                throw InferenceError("\(server) has \(metadata.inputs.count) inputs (\(metadata.inputs.map(\.name).joined(separator: ", "))); name the image input in the manifest's input.name")
+            }
+            imageIndex = 0
+        }
+        for port in metadata.inputs where port.datatype != "FP32" {
+            throw InferenceError("\(server) takes input \(port.name) as \(port.datatype); StreamLens sends FP32 (serve the model with FP32 inputs)")
+        }
+        let declared = metadata.inputs[imageIndex]
+        let nchw = input.layout == "NCHW"
+        guard declared.shape.count == 4 else {
+            throw InferenceError("\(server): input \(declared.name) has shape \(declared.shape), not an image (expected 4 dimensions, \(input.layout))")
+        }
+        let wanted = nchw ? [1, 3, input.height, input.width] : [1, input.height, input.width, 3]
+        let shape = zip(declared.shape, wanted).map { $0 == -1 ? $1 : $0 }
+        guard shape == wanted else {
+            throw InferenceError("\(server) takes input \(declared.name) as \(declared.shape), but the manifest says \(input.width)x\(input.height) \(input.layout) \(wanted): wrong model, or the manifest does not describe it")
+        }
+        let others = try metadata.inputs.enumerated().filter { $0.offset != imageIndex }.map { _, port -> (name: String, shape: [Int]) in
+            let shape = port.shape.enumerated().map { $0.offset == 0 && $0.element == -1 ? 1 : $0.element }
+            guard shape.allSatisfy({ $0 > 0 }) else { throw InferenceError("\(server): input \(port.name) has a free size \(port.shape)") }
+            return (port.name, shape)
+        }
+        let outputs = metadata.outputs.map { port -> (name: String, shape: [Int]) in
+            var shape = port.shape
+            if shape.first == -1 { shape[0] = 1 }
+            if shape.count == 4 {
+                // Image-to-image: a free height/width follows the input's.
+                let (h, w) = nchw ? (2, 3) : (1, 2)
+                if shape[h] == -1 { shape[h] = input.height }
+                if shape[w] == -1 { shape[w] = input.width }
+            }
+            return (port.name, shape)
+        }
+        var single = input
+        single.name = nil // the pre-processing network has one input of its own
+        let preprocessing = try loadPreprocessing(shape: shape, input: single, frame: frame, region: region)
+        return RemoteImageModel(address: address, metadata: metadata, image: (declared.name, shape), otherInputs: others,
+                                outputs: outputs, preprocessing: preprocessing, client: client)
+    }
+}
