@@ -22,7 +22,7 @@ public final class DetectStage: Stage {
             PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
             PropertySpec("device", .string, default: .string("CPU"), live: true,
-                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch; live: the model is recompiled between two frames)"),
+                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch; live: the model is recompiled between two frames), or remote (an inference server: see server=)"),
             PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"),
                          help: "inference precision hint"),
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
@@ -43,7 +43,7 @@ public final class DetectStage: Stage {
                          help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout)"),
-        ],
+        ] + RemoteSettings.properties,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["i"], .cycle(property: "interval", values: ["1", "2", "4", "8"]), help: "inference interval: every 1st, 2nd, 4th, 8th frame"),
@@ -59,7 +59,20 @@ public final class DetectStage: Stage {
     private var options: InferenceOptions
     private let crop: CropMode
     private var settings: StageSettings
-    private var model: ImageModel?
+    /// Local (OpenVINO here) or remote (device=remote).
+    private var model: (any ImageInference)?
+    /// device=remote: frames whose requests are on their way, oldest first (see `finishOldest`).
+    private var inFlight: [InFlight] = []
+    private struct InFlight {
+        enum Work { case request(PendingInference), reuseLast, serverAway }
+        var frame: Frame
+        var work: Work
+        var model: RemoteImageModel
+        var geometry: FrameGeometry
+        var outputs: (boxes: Int, scores: Int)
+        var arrived: UInt64
+    }
+    private var remoteRecord = RemoteRecord()
     private var outputIndices = (boxes: 0, scores: 1)
     private var geometry: FrameGeometry?
     private var last: [Detection] = []
@@ -90,6 +103,7 @@ public final class DetectStage: Stage {
         default: break
         }
         decoder = try BlazeFaceDecoder(options: decoderOptions)
+        _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
         var options = InferenceOptions()
@@ -99,7 +113,9 @@ public final class DetectStage: Stage {
         let cache = settings.string("cache-dir")
         options.cacheDirectory = cache.isEmpty ? Self.defaultCacheDirectory : cache
         self.options = options
-        do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+        if options.device != RemoteSettings.device {
+            do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+        }
         guard Self.parseColor(settings.string("color")) != nil else {
             throw StageError("property color=\(settings.string("color")) is not a #rrggbb colour")
         }
@@ -139,7 +155,12 @@ public final class DetectStage: Stage {
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
         let modelPath = manifest.modelURL(relativeTo: URL(fileURLWithPath: manifestPath)).path
         do {
-            let model = try engine.loadImageModel(path: modelPath, input: input, frame: frame, region: region, options: options)
+            let model: any ImageInference
+            if let address = try RemoteSettings.address(settings, manifestPath: manifestPath) {
+                model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
+            } else {
+                model = try engine.loadImageModel(path: modelPath, input: input, frame: frame, region: region, options: options)
+            }
             let (boxes, scores) = try decoder.resolveOutputs(names: model.outputs.map(\.name), shapes: model.outputs.map(\.shape))
             try decoder.validate(boxesShape: model.outputs[boxes].shape, scoresShape: model.outputs[scores].shape)
             outputIndices = (boxes, scores)
@@ -156,7 +177,25 @@ public final class DetectStage: Stage {
     public func process(_ frame: Frame) -> FrameOutcome {
         guard let model, let geometry else { return .forward }
         let arrived = DispatchTime.now().uptimeNanoseconds
-        if frame.index % settings.int("interval") == 0 {
+        let due = frame.index % settings.int("interval") == 0
+        if let remote = model as? RemoteImageModel {
+            // The request goes out now; the frame waits, in order, for its answer.
+            var work = InFlight.Work.reuseLast
+            if due {
+                if remoteRecord.mayTry(now: arrived) {
+                    do {
+                        work = .request(try frame.pixels.withBytes { try remote.send($0) })
+                    } catch {
+                        return .drop(reason: "\(error)")
+                    }
+                } else {
+                    work = .serverAway
+                }
+            }
+            inFlight.append(InFlight(frame: frame, work: work, model: remote, geometry: geometry, outputs: outputIndices, arrived: arrived))
+            return .pending
+        }
+        if due {
             let start = DispatchTime.now().uptimeNanoseconds
             do {
                 let found = try frame.pixels.withBytes { pixels in
@@ -168,9 +207,55 @@ public final class DetectStage: Stage {
             } catch {
                 return .drop(reason: "\(error)")
             }
-            inferenceTimes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
-            if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
+            recordInferenceTime(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
         }
+        annotate(frame, arrived: arrived)
+        return .forward
+    }
+
+    /// device=remote: the oldest frame, once its answer is in (or the window of `in-flight`
+    /// requests is full, or the stream ends: then it waits). A failed request lets the frame go
+    /// on without boxes; the server is tried again after a back-off, and the stage says when
+    /// it went away and when it came back.
+    public func finishOldest(wait: Bool) -> FrameOutcome? {
+        guard let entry = inFlight.first else { return .forward }
+        switch entry.work {
+        case .request(let request):
+            let requests = inFlight.reduce(0) { n, e in if case .request = e.work { return n + 1 } else { return n } }
+            if !wait && !request.isFinished && requests < settings.int("in-flight") { return nil }
+            var failure: InferenceError?
+            do {
+                let outputs = try entry.model.outputs(of: request.wait().get())
+                let found = decoder.decode(boxes: outputs[entry.outputs.boxes].values, scores: outputs[entry.outputs.scores].values)
+                last = found.map(entry.geometry.toFrame)
+                recordInferenceTime(request.roundTripMilliseconds)
+            } catch let error as InferenceError {
+                failure = error
+                last = []
+            } catch {
+                failure = InferenceError("\(error)")
+                last = []
+            }
+            if let notice = remoteRecord.record(request, error: failure, address: entry.model.address) { notices.append(notice) }
+        case .serverAway:
+            remoteRecord.skip()
+            last = []
+        case .reuseLast:
+            break
+        }
+        inFlight.removeFirst()
+        annotate(entry.frame, arrived: entry.arrived)
+        return .forward
+    }
+
+    private func recordInferenceTime(_ milliseconds: Double) {
+        inferenceTimes.append(milliseconds)
+        if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
+    }
+
+    /// The frame's boxes (`last`) as regions of interest, drawn, written; the frame's time in
+    /// the stage counted for the latency it reports.
+    private func annotate(_ frame: Frame, arrived: UInt64) {
         facesFound += last.count
         for d in last {
             frame.pixels.addRegionOfInterest(RegionOfInterest(
@@ -182,9 +267,15 @@ public final class DetectStage: Stage {
         if frameTimes.count > 30 { frameTimes.removeFirst(frameTimes.count - 30) }
         if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
         if let metadata { write(last, frame: frame, to: metadata) }
-        latency.add(milliseconds: Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6)
-        return .forward
+        let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
+        latency.add(milliseconds: inStage)
+        stageTimes.append(inStage)
+        if stageTimes.count > 4096 { stageTimes.removeFirst(2048) }
     }
+
+    /// Each frame's time from arrival to leaving the stage, in milliseconds (a remote model's
+    /// frames wait for their answers in order: this is the latency the stage adds).
+    private var stageTimes: [Double] = []
 
     public var latencyNanoseconds: UInt64 { latency.nanoseconds }
     private var latency = ReportedLatency()
@@ -200,7 +291,7 @@ public final class DetectStage: Stage {
         options.device = device
         let start = DispatchTime.now().uptimeNanoseconds
         do {
-            try engine.checkDevice(device)
+            if device != RemoteSettings.device { try engine.checkDevice(device) }
             if let format { try formatChanged(format) }
             let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
             notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", device, ms)))
@@ -270,7 +361,11 @@ public final class DetectStage: Stage {
     public var summary: String? {
         guard !inferenceTimes.isEmpty else { return nil }
         let sorted = inferenceTimes.sorted()
-        return String(format: "inference %.1f ms median (%d runs), %d face boxes", sorted[sorted.count / 2], inferenceTimes.count, facesFound)
+        let stage = stageTimes.sorted()
+        let text = String(format: "inference %.1f ms median (%d runs), %d face boxes, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
+                          inferenceTimes.count, facesFound, stage.isEmpty ? 0 : stage[stage.count / 2],
+                          stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
+        return model is RemoteImageModel || remoteRecord.requests > 0 ? text + ", " + remoteRecord.summary : text
     }
 
     static func parseColor(_ text: String) -> (Double, Double, Double)? {

@@ -36,7 +36,7 @@ public final class StylizeStage: Stage {
             PropertySpec("inference-size", .string, default: .string(""),
                          help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
             PropertySpec("device", .string, default: .string("CPU"), live: true,
-                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch)"),
+                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch), or remote (an inference server: see server=)"),
             PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"), live: true,
                          help: "inference precision hint"),
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
@@ -44,7 +44,7 @@ public final class StylizeStage: Stage {
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
                          help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
-        ],
+        ] + RemoteSettings.properties,
         keys: KeyBinding.numberKeys(property: "model", listProperty: "styles", help: "style model: the n-th of `styles`") + [
             KeyBinding(["equal", "plus", "KP_Add"], label: "+", .step(property: "strength", by: 0.1), help: "strength up by 0.1"),
             KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),
@@ -88,7 +88,9 @@ public final class StylizeStage: Stage {
         self.settings = settings
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
         let configuration = try Self.configuration(from: settings)
-        do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
+        if configuration.remote == nil {
+            do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
+        }
         let started = DispatchTime.now().uptimeNanoseconds
         stylizer = try Stylizer(configuration, engine: engine)
         startupMilliseconds.style = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
@@ -103,7 +105,8 @@ public final class StylizeStage: Stage {
         let cache = settings.string("cache-dir")
         options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
         return StylizerConfiguration(manifestPath: settings.string("model"), styleImage: settings.string("style-image"),
-                                     inferenceSize: try InferenceSize.parse(settings.string("inference-size")), options: options)
+                                     inferenceSize: try InferenceSize.parse(settings.string("inference-size")), options: options,
+                                     remote: try RemoteSettings.address(settings, manifestPath: settings.string("model")))
     }
 
     public func formatChanged(_ format: VideoFormat) throws {
@@ -132,7 +135,7 @@ public final class StylizeStage: Stage {
         }
         let start = DispatchTime.now().uptimeNanoseconds
         let size = inferenceSize(format)
-        let compiled: (model: ImageModel, output: Int)
+        let compiled: (model: any ImageInference, output: Int)
         do {
             compiled = try stylizer.model(width: size.width, height: size.height)
         } catch {
@@ -263,7 +266,7 @@ public final class StylizeStage: Stage {
                     result = .style(vector, image: image)
                 } else {
                     let stylizer = try Stylizer(configuration, engine: engine)
-                    try engine.checkDevice(configuration.options.device)
+                    if configuration.remote == nil { try engine.checkDevice(configuration.options.device) }
                     // Compile for the current frames here, not on the first frame after the swap.
                     if let frameSize {
                         let size = configuration.inferenceSize.resolve(frameWidth: frameSize.width, frameHeight: frameSize.height,

@@ -10,6 +10,8 @@ struct StylizerConfiguration: Sendable, Equatable {
     var styleImage: String
     var inferenceSize: InferenceSize
     var options: InferenceOptions
+    /// device=remote: where the image network runs (a style network runs here, once a style).
+    var remote: RemoteModelAddress?
 
     /// Same model and device: only the style vector differs.
     func differsOnlyInStyle(from other: StylizerConfiguration) -> Bool {
@@ -33,7 +35,7 @@ final class Stylizer {
     private(set) var styleImage: String?
     private var styleVector: [Float]?
     private let engine: InferenceEngine
-    private var models: [(width: Int, height: Int, model: ImageModel, output: Int)] = []
+    private var models: [(width: Int, height: Int, model: any ImageInference, output: Int)] = []
     static let cachedSizes = 4
 
     init(_ configuration: StylizerConfiguration, engine: InferenceEngine) throws {
@@ -62,6 +64,8 @@ final class Stylizer {
     static func predictStyle(manifest: ModelManifest, manifestPath: String, image: String, engine: InferenceEngine,
                              options: InferenceOptions) throws -> [Float] {
         guard let style = manifest.style else { throw StageError("\(manifestPath) has no style network") }
+        var options = options
+        if options.device == RemoteSettings.device { options.device = "CPU" } // the style network runs here, once a style
         let pixels = try StillImage.loadRGB(path: image, width: style.input.width, height: style.input.height)
         let input = ImageInput(width: style.input.width, height: style.input.height, layout: style.input.layout.rawValue,
                                colorOrder: style.input.colorOrder.rawValue, mean: Float(style.input.mean), scale: Float(style.input.scale),
@@ -85,7 +89,7 @@ final class Stylizer {
         configuration.styleImage = requested
     }
 
-    private func apply(_ vector: [Float], to model: ImageModel) throws {
+    private func apply(_ vector: [Float], to model: any ImageInference) throws {
         guard model.otherInputs.count == 1 else {
             throw StageError("\(configuration.manifestPath): an arbitrary-style model takes the image and one style vector; this one has \(model.otherInputs.count + 1) inputs")
         }
@@ -98,7 +102,7 @@ final class Stylizer {
 
     /// The compiled model for one inference size (compiled on first use) and the index of its
     /// image output.
-    func model(width: Int, height: Int) throws -> (model: ImageModel, output: Int) {
+    func model(width: Int, height: Int) throws -> (model: any ImageInference, output: Int) {
         if let i = models.firstIndex(where: { $0.width == width && $0.height == height }) {
             let entry = models.remove(at: i)
             models.append(entry)
@@ -111,10 +115,14 @@ final class Stylizer {
         // The stage hands the model packed pixels already at the inference size and in the
         // model's channel order: OpenVINO's pre-processing only converts them to floats.
         let frame = FrameLayout(width: width, height: height, pixelFormat: m.colorOrder.rawValue, stride: width * 3)
-        let model: ImageModel
+        let model: any ImageInference
         do {
-            model = try engine.loadImageModel(path: manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
-                                              region: .whole, options: configuration.options, resizable: true)
+            if let remote = configuration.remote {
+                model = try engine.loadRemoteImageModel(address: remote, input: input, frame: frame, region: .whole)
+            } else {
+                model = try engine.loadImageModel(path: manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
+                                                  region: .whole, options: configuration.options, resizable: true)
+            }
         } catch let error as InferenceError {
             throw StageError("\(path): \(error.message)")
         }
