@@ -14,6 +14,9 @@
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
 #      and Tests/Python run with PYTHONPATH=.deps/python (plus .deps/openvino for OpenVINO's
 #      Python API, whose only import-time need is numpy).
+#   6. The loopback inference server the remote-inference tests and `make bench-remote` start:
+#      NVIDIA PyTriton (it bundles a real tritonserver) + OpenVINO's Python API, pinned, in
+#      .deps/triton-venv (~550 MB, ~60 s the first time; tools/remote/setup-remote.sh).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -155,5 +158,7 @@ if [ "$(cat "$PY_MARKER" 2>/dev/null)" != "${PYTHON_PACKAGES[*]}" ]; then
     || { printf '%s\nsetup: the packages in %s do not import\n' "$out" "$PYDEPS" >&2; exit 1; }
   echo "${PYTHON_PACKAGES[*]}" >"$PY_MARKER"
 fi
+
+PYTHON="$PY" tools/remote/setup-remote.sh
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"
