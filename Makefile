@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench soak fuzz clean styles style-report test-train
+.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -79,6 +79,13 @@ bench-stylize: build
 # growth (bench/live.sh; DURATION=60 s per variant by default).
 bench-live: build
 	bench/live.sh $(BIN_RELEASE)
+
+# device=remote: local vs remote lensdetect and lensstylize against one loopback tritonserver
+# (PyTriton's, OpenVINO f32 behind it), 1 and 4 processes at once; fps, frame time p50/p95, round
+# trip, bytes per frame, and the protocol's overhead against NVIDIA's own client in the same run
+# (bench/remote.py; RUNS=3 by default). Not part of `make bench`.
+bench-remote: build
+	.deps/triton-venv/bin/python bench/remote.py $(BIN_RELEASE)
 
 # All four benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run
