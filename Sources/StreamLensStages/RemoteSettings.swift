@@ -30,6 +30,9 @@ enum RemoteSettings {
         guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw StageError("server=\(text) is not an http://HOST:PORT address")
         }
+        guard url.scheme == "http" else {
+            throw StageError("server=\(text): StreamLens speaks plain HTTP to inference servers; terminate TLS in a sidecar or the load balancer and give its http:// address")
+        }
         var model = settings.string("remote-model")
         if model.isEmpty { model = URL(fileURLWithPath: manifestPath).deletingPathExtension().lastPathComponent }
         return RemoteModelAddress(server: url, model: model, version: settings.string("remote-version"),

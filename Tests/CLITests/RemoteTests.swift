@@ -80,6 +80,7 @@ import Testing
         let cases: [(String, String)] = [
             ("lensdetect device=remote", "device=remote needs server=http://HOST:PORT"),
             ("lensdetect device=remote server=ftp://x", "server=ftp://x is not an http://HOST:PORT address"),
+            ("lensdetect device=remote server=https://x:8000", "StreamLens speaks plain HTTP to inference servers"),
             ("lensdetect device=remote server=http://127.0.0.1:18989", "http://127.0.0.1:18989 cannot be reached: connection refused"),
             ("lensdetect device=remote server=\(server.url) remote-model=nope", "\(server.url) does not serve model nope (HTTP 404"),
             // The short-range manifest (128x128) against the full-range model (192x192).
