@@ -152,25 +152,99 @@ public final class StylizeStage: Stage {
             }
         }
         let inferStart = DispatchTime.now().uptimeNanoseconds
+        if let remote = compiled.model as? RemoteImageModel {
+            // The request goes out now; the frame waits, in order, for its answer (finishOldest).
+            let request: PendingInference?
+            if remoteRecord.mayTry(now: inferStart) {
+                do {
+                    request = try small.withUnsafeBytes { try remote.send($0) }
+                } catch {
+                    return .drop(reason: "\(error)")
+                }
+            } else {
+                request = nil
+            }
+            inFlight.append(InFlight(frame: frame, request: request, model: remote, output: compiled.output, small: small,
+                                     strength: strength, layout: frameLayout, start: start, sent: inferStart))
+            return .pending
+        }
         var convertStart = inferStart
-        let output = stylizer.output
         do {
             try small.withUnsafeBytes { input in
                 try compiled.model.infer(input) { outputs in
-                    let shape = compiled.model.outputs[compiled.output].shape
-                    let planar = output.layout == .nchw
-                    guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
-                    if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }
-                    styledSize = (w, h)
                     convertStart = DispatchTime.now().uptimeNanoseconds
-                    let image = FloatImage(values: outputs[compiled.output], width: w, height: h, planar: planar, bgr: output.colorOrder == .bgr,
-                                           low: Float(output.valueRange[0]), high: Float(output.valueRange[1]))
-                    styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
+                    writeStyled(outputs[compiled.output], shape: compiled.model.outputs[compiled.output].shape)
                 }
             }
         } catch {
             return .drop(reason: "\(error)")
         }
+        finish(frame, strength: strength, layout: frameLayout, times: (start, inferStart, convertStart))
+        return .forward
+    }
+
+    /// device=remote: frames whose requests are on their way, oldest first, each with its shrunk
+    /// picture (smoothing compares consecutive ones).
+    private var inFlight: [InFlight] = []
+    private struct InFlight {
+        var frame: Frame
+        /// nil: sent while the server was away (the frame goes on unstylized).
+        var request: PendingInference?
+        var model: RemoteImageModel
+        var output: Int
+        var small: [UInt8]
+        var strength: Double
+        var layout: PackedRGBLayout
+        var start: UInt64
+        var sent: UInt64
+    }
+    private var remoteRecord = RemoteRecord()
+
+    /// device=remote: the oldest frame, once its answer is in (or the window of `in-flight`
+    /// requests is full, or the stream ends). A failed request lets the frame go on unstylized;
+    /// the server is tried again after a back-off.
+    public func finishOldest(wait: Bool) -> FrameOutcome? {
+        guard let entry = inFlight.first else { return .forward }
+        guard let request = entry.request else {
+            inFlight.removeFirst()
+            remoteRecord.skip()
+            return .forward
+        }
+        if !wait && !request.isFinished && inFlight.count < settings.int("in-flight") { return nil }
+        inFlight.removeFirst()
+        var failure: InferenceError?
+        let convertStart: UInt64
+        do {
+            let outputs = try entry.model.outputs(of: request.wait().get())
+            convertStart = DispatchTime.now().uptimeNanoseconds
+            outputs[entry.output].values.withUnsafeBufferPointer { writeStyled($0, shape: entry.model.outputs[entry.output].shape) }
+        } catch {
+            failure = (error as? InferenceError) ?? InferenceError("\(error)")
+            if let notice = remoteRecord.record(request, error: failure, address: entry.model.address) { notices.append(notice) }
+            return .forward
+        }
+        if let notice = remoteRecord.record(request, error: nil, address: entry.model.address) { notices.append(notice) }
+        small = entry.small
+        finish(entry.frame, strength: entry.strength, layout: entry.layout, times: (entry.start, entry.sent, convertStart))
+        return .forward
+    }
+
+    /// The model's output image into `styled` (packed RGB at the inference size).
+    private func writeStyled(_ values: UnsafeBufferPointer<Float>, shape: [Int]) {
+        let output = stylizer.output
+        let planar = output.layout == .nchw
+        guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
+        if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }
+        styledSize = (w, h)
+        let image = FloatImage(values: values, width: w, height: h, planar: planar, bgr: output.colorOrder == .bgr,
+                               low: Float(output.valueRange[0]), high: Float(output.valueRange[1]))
+        styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
+    }
+
+    /// Smoothing, then the stylized picture scaled and blended onto the frame; the frame's times.
+    private func finish(_ frame: Frame, strength: Double, layout frameLayout: PackedRGBLayout,
+                        times: (start: UInt64, inferStart: UInt64, convertStart: UInt64)) {
+        let format = frame.format
         let inferEnd = DispatchTime.now().uptimeNanoseconds
         smooth()
         let blendStart = DispatchTime.now().uptimeNanoseconds
@@ -185,13 +259,12 @@ public final class StylizeStage: Stage {
             }
         }
         let end = DispatchTime.now().uptimeNanoseconds
-        record(&inferenceTimes, Double(convertStart - inferStart) / 1e6)
-        record(&frameTimes, Double(end - start) / 1e6)
-        record(&shrinkTimes, Double(inferStart - start) / 1e6)
-        record(&convertTimes, Double(inferEnd - convertStart) / 1e6)
+        record(&inferenceTimes, Double(times.convertStart - times.inferStart) / 1e6)
+        record(&frameTimes, Double(end - times.start) / 1e6)
+        record(&shrinkTimes, Double(times.inferStart - times.start) / 1e6)
+        record(&convertTimes, Double(inferEnd - times.convertStart) / 1e6)
         record(&blendTimes, Double(end - blendStart) / 1e6)
-        latency.add(milliseconds: Double(end - start) / 1e6)
-        return .forward
+        latency.add(milliseconds: Double(end - times.start) / 1e6)
     }
 
     /// Temporal smoothing: an exponential average of the stylized frames while the scene stays
@@ -343,9 +416,10 @@ public final class StylizeStage: Stage {
         guard !frameTimes.isEmpty else { return nil }
         func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
-        return String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
-                      median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
-                      startupMilliseconds.style, startupMilliseconds.compile)
+        let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
+                          median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
+                          startupMilliseconds.style, startupMilliseconds.compile)
+        return remoteRecord.requests + remoteRecord.skipped > 0 ? text + "; " + remoteRecord.summary : text
     }
 }
 
