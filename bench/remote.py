@@ -109,7 +109,11 @@ def run_variant(kind, clip, device, in_flight, processes):
         for p in procs:
             _, err = p.communicate(timeout=600)
             if p.returncode != 0:
-                raise RuntimeError(f"{kind} {device}: exit {p.returncode}\n{err[-1500:]}")
+                log = os.path.join(ROOT, "out/bench/results/remote-failure.log")
+                os.makedirs(os.path.dirname(log), exist_ok=True)
+                with open(log, "w") as f:
+                    f.write(err)
+                raise RuntimeError(f"{kind} {device}: exit {p.returncode} (whole output: {log})\n{err[-1500:]}")
             figs.append(parse(err))
         rounds.append(figs)
     keys = rounds[0][0][0].keys()
@@ -133,9 +137,7 @@ def main():
         header = f"{'variant':38} {'procs':>5} {'fps/proc':>9} {'frame p50':>10} {'frame p95':>10} {'rtt p50':>8} {'rtt p95':>8} {'bytes/frame':>12}"
         print(header)
         for kind in ("detect", "stylize"):
-            variants = [("local (OpenVINO here)", "CPU", 1), ("remote, in-flight 1", "remote", 1)]
-            if kind == "detect":
-                variants.append(("remote, in-flight 4", "remote", 4))
+            variants = [("local (OpenVINO here)", "CPU", 1), ("remote, in-flight 1", "remote", 1), ("remote, in-flight 4", "remote", 4)]
             for label, device, in_flight in variants:
                 for n in PROCESSES:
                     m = run_variant(kind, clip, device, in_flight, n)
@@ -150,6 +152,9 @@ def main():
         print(f"protocol overhead, detector (StreamLens round trip p50 - reference client p50, in-flight 1, 1 process): "
               f"{d1['rtt_p50']:.2f} - {ref_detect['p50_ms']:.2f} = {overhead:+.2f} ms (goal <= 2 ms)")
         s1 = one[("stylize remote, in-flight 1", 1)]
+        for procs in PROCESSES:
+            l, r1, r4 = (one[(f"stylize {v}", procs)] for v in ("local (OpenVINO here)", "remote, in-flight 1", "remote, in-flight 4"))
+            print(f"stylize, {procs} process(es): remote/local fps {r1['fps'] / l['fps']:.2f} (in-flight 1), {r4['fps'] / l['fps']:.2f} (in-flight 4)")
         print(f"protocol overhead, mosaic 320x180: {s1['rtt_p50']:.1f} - {ref_style['p50_ms']:.1f} = {s1['rtt_p50'] - ref_style['p50_ms']:+.1f} ms")
         for procs in PROCESSES:
             l, r4 = one[("detect local (OpenVINO here)", procs)], one[("detect remote, in-flight 4", procs)]
