@@ -164,7 +164,7 @@ public final class StylizeStage: Stage {
             } else {
                 request = nil
             }
-            inFlight.append(InFlight(frame: frame, request: request, model: remote, output: compiled.output, small: small,
+            inFlight.append(InFlight(frame: frame, request: request, model: remote, output: compiled.output, decoding: stylizer.output, small: small,
                                      strength: strength, layout: frameLayout, start: start, sent: inferStart))
             return .pending
         }
@@ -173,7 +173,7 @@ public final class StylizeStage: Stage {
             try small.withUnsafeBytes { input in
                 try compiled.model.infer(input) { outputs in
                     convertStart = DispatchTime.now().uptimeNanoseconds
-                    writeStyled(outputs[compiled.output], shape: compiled.model.outputs[compiled.output].shape)
+                    writeStyled(outputs[compiled.output], shape: compiled.model.outputs[compiled.output].shape, as: stylizer.output)
                 }
             }
         } catch {
@@ -192,6 +192,8 @@ public final class StylizeStage: Stage {
         var request: PendingInference?
         var model: RemoteImageModel
         var output: Int
+        /// The manifest's output description: a stylizer swapped meanwhile has its own.
+        var decoding: ModelManifest.ImageOutput
         var small: [UInt8]
         var strength: Double
         var layout: PackedRGBLayout
@@ -217,7 +219,7 @@ public final class StylizeStage: Stage {
         do {
             let outputs = try entry.model.outputs(of: request.wait().get())
             convertStart = DispatchTime.now().uptimeNanoseconds
-            outputs[entry.output].values.withUnsafeBufferPointer { writeStyled($0, shape: entry.model.outputs[entry.output].shape) }
+            outputs[entry.output].values.withUnsafeBufferPointer { writeStyled($0, shape: entry.model.outputs[entry.output].shape, as: entry.decoding) }
         } catch {
             failure = (error as? InferenceError) ?? InferenceError("\(error)")
             if let notice = remoteRecord.record(request, error: failure, address: entry.model.address) { notices.append(notice) }
@@ -230,8 +232,7 @@ public final class StylizeStage: Stage {
     }
 
     /// The model's output image into `styled` (packed RGB at the inference size).
-    private func writeStyled(_ values: UnsafeBufferPointer<Float>, shape: [Int]) {
-        let output = stylizer.output
+    private func writeStyled(_ values: UnsafeBufferPointer<Float>, shape: [Int], as output: ModelManifest.ImageOutput) {
         let planar = output.layout == .nchw
         guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
         if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }

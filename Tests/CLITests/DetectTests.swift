@@ -83,21 +83,26 @@ import Testing
         expectNear(faces[1], Face(x: 512 + f.x, y: f.y, w: f.size, h: f.size, score: 1), "right")
     }
 
-    @Test func movingFaceIsFollowedOnEveryFrame() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = dir.appendingPathComponent("move.mp4").path, out = dir.appendingPathComponent("boxed.mp4").path
-        let jsonl = dir.appendingPathComponent("faces.jsonl").path
-        // 60 frames at 30 fps: the face (a 240² crop of the photo scaled to 300²) moves right at
-        // 150 px/s over a grey 640x360 frame.
+    /// 60 frames at 30 fps: the face (a 240² crop of the photo scaled to 300²) moves right at
+    /// 150 px/s over a grey 640x360 frame.
+    static func movingFaceClip(in dir: URL) throws -> String {
+        let clip = dir.appendingPathComponent("move.mp4").path
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        ffmpeg.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=gray:s=640x360:r=30:d=2", "-loop", "1", "-i", Self.astronaut,
+        ffmpeg.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=gray:s=640x360:r=30:d=2", "-loop", "1", "-i", astronaut,
                             "-filter_complex", "[1]crop=240:240:140:0,scale=300:300[a];[0][a]overlay=x='20+t*150':y=30:shortest=1,format=yuv420p",
                             "-frames:v", "60", "-c:v", "libx264", "-preset", "veryfast", clip]
         try ffmpeg.run()
         ffmpeg.waitUntilExit()
         try #require(ffmpeg.terminationStatus == 0)
+        return clip
+    }
+
+    @Test func movingFaceIsFollowedOnEveryFrame() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = try Self.movingFaceClip(in: dir), out = dir.appendingPathComponent("boxed.mp4").path
+        let jsonl = dir.appendingPathComponent("faces.jsonl").path
         let r = try CLI.run(["run", "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect name=d model=Models/face-full-range.json metadata=\(jsonl) ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(countFrames(out) == 60)

@@ -14,25 +14,11 @@ import Testing
         ])
     }
 
-    /// The DetectTests clip: the astronaut's face moving right over grey, 60 frames, 640x360.
-    static func movingFaceClip(in dir: URL) throws -> String {
-        let clip = dir.appendingPathComponent("move.mp4").path
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        ffmpeg.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=gray:s=640x360:r=30:d=2", "-loop", "1", "-i", DetectTests.astronaut,
-                            "-filter_complex", "[1]crop=240:240:140:0,scale=300:300[a];[0][a]overlay=x='20+t*150':y=30:shortest=1,format=yuv420p",
-                            "-frames:v", "60", "-c:v", "libx264", "-preset", "veryfast", clip]
-        try ffmpeg.run()
-        ffmpeg.waitUntilExit()
-        try #require(ffmpeg.terminationStatus == 0)
-        return clip
-    }
-
     @Test func remoteDetectionsEqualLocalOnes() throws {
         let server = try Self.server()
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = try Self.movingFaceClip(in: dir)
+        let clip = try DetectTests.movingFaceClip(in: dir) // the face moving right, 60 frames
         func detect(_ device: String) throws -> [(frame: Int, faces: [DetectTests.Face])] {
             let jsonl = dir.appendingPathComponent("\(device).jsonl").path
             let r = try CLI.run(["run", "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect name=d model=Models/face-full-range.json precision=f32 device=\(device) server=\(server.url) in-flight=4 metadata=\(jsonl) ! fakesink"])
