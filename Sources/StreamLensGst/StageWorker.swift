@@ -66,8 +66,15 @@ final class StageWorker: @unchecked Sendable {
         sl_stage_set_downstream_flow(element, GST_FLOW_OK)
         if requestedMode != .auto { setLive(requestedMode == .live) }
         updateLatency(post: false)
-        let thread = Thread { [self] in
-            run()
+        // The thread lets go of the worker before it says it is done: the host's reference is then
+        // the last one, so the stage and its models are freed by the thread that stops the
+        // pipeline — not by this one, perhaps while the process already runs its exit handlers
+        // (a remote stage freed here raced exit() and corrupted the heap, 2 runs in ~80).
+        let thread = Thread { [weak self] in
+            guard let worker = self else { return }
+            worker.run()
+            let finished = worker.finished
+            _ = consume worker
             finished.signal()
         }
         thread.name = "streamlens \(name)"
