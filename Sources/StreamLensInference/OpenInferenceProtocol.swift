@@ -173,38 +173,36 @@ public final class OpenInferenceClient: Sendable {
         let pending = PendingInference(bytesSent: body.count)
         let path = basePath + "/infer"
         queue.async { [self] in
+            // One loop for both kinds of transient failure: lost on the way, or 502/503/504.
             var attempt = 0
+            var outcome: Result<HTTPResponse, HTTPFailure>
             while true {
                 do {
-                    let response = try http.exchange(method: "POST", path: path, headers: headers, body: body)
-                    if [502, 503, 504].contains(response.status) && attempt < address.retries {
-                        attempt += 1
-                        usleep(useconds_t(50_000 << (attempt - 1)))
-                        continue
-                    }
-                    guard response.status == 200 else {
-                        pending.finish(.failure(InferenceError("\(address.description) answered HTTP \(response.status)\(Self.serverError(response.body).map { ": \($0)" } ?? "")")),
-                                       bytesReceived: response.body.count)
-                        return
-                    }
-                    let headerLength = response.headers["inference-header-content-length"].flatMap { Int($0) }
-                    pending.finish(Result { try Self.decodeResponse(response.body, headerLength: headerLength) }.mapError {
-                        ($0 as? InferenceError).map { InferenceError("\(address.description): \($0.message)") } ?? InferenceError("\($0)")
-                    }, bytesReceived: response.body.count)
-                    return
-                } catch let failure as HTTPFailure {
-                    if failure.transient && attempt < address.retries {
-                        attempt += 1
-                        usleep(useconds_t(50_000 << (attempt - 1)))
-                        continue
-                    }
-                    pending.finish(.failure(InferenceError("\(address.server.absoluteString) cannot be reached: \(failure.message)\(attempt > 0 ? " (\(attempt + 1) tries)" : "")")),
-                                   bytesReceived: 0)
-                    return
+                    outcome = .success(try http.exchange(method: "POST", path: path, headers: headers, body: body))
                 } catch {
-                    pending.finish(.failure(InferenceError("\(error)")), bytesReceived: 0)
-                    return
+                    outcome = .failure((error as? HTTPFailure) ?? HTTPFailure(message: "\(error)", transient: false))
                 }
+                let transient: Bool
+                switch outcome {
+                case .success(let response): transient = [502, 503, 504].contains(response.status)
+                case .failure(let failure): transient = failure.transient
+                }
+                guard transient && attempt < address.retries else { break }
+                attempt += 1
+                usleep(useconds_t(50_000 << (attempt - 1)))
+            }
+            switch outcome {
+            case .failure(let failure):
+                pending.finish(.failure(InferenceError("\(address.server.absoluteString) cannot be reached: \(failure.message)\(attempt > 0 ? " (\(attempt + 1) tries)" : "")")),
+                               bytesReceived: 0)
+            case .success(let response) where response.status != 200:
+                pending.finish(.failure(InferenceError("\(address.description) answered HTTP \(response.status)\(Self.serverError(response.body).map { ": \($0)" } ?? "")")),
+                               bytesReceived: response.body.count)
+            case .success(let response):
+                let headerLength = response.headers["inference-header-content-length"].flatMap { Int($0) }
+                pending.finish(Result { try Self.decodeResponse(response.body, headerLength: headerLength) }.mapError {
+                    ($0 as? InferenceError).map { InferenceError("\(address.description): \($0.message)") } ?? InferenceError("\($0)")
+                }, bytesReceived: response.body.count)
             }
         }
         return pending

@@ -421,12 +421,7 @@ public final class ImageModel {
 
     /// Sets one of `otherInputs` (f32 values in the input's shape) for every following frame.
     public func setInput(name: String, values: [Float]) throws {
-        guard let port = otherInputs.first(where: { $0.name == name }) else {
-            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
-        }
-        guard port.shape.reduce(1, *) == values.count else {
-            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(values.count)")
-        }
+        let port = try otherInput(named: name, count: values.count)
         var dims = port.shape.map(Int64.init)
         var shape = ov_shape_t()
         try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")

@@ -14,6 +14,20 @@ public protocol ImageInference: AnyObject {
 
 extension ImageModel: ImageInference {}
 
+extension ImageInference {
+    /// The other input `name`, checked to take `count` values: what `setInput` validates,
+    /// wherever the network runs.
+    func otherInput(named name: String, count: Int) throws -> (name: String, shape: [Int]) {
+        guard let port = otherInputs.first(where: { $0.name == name }) else {
+            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
+        }
+        guard port.shape.reduce(1, *) == count else {
+            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(count)")
+        }
+        return port
+    }
+}
+
 /// A model on an inference server: the frame is pre-processed here by OpenVINO — the very steps
 /// a local model compiles in front of itself, so both see the same tensor — and the tensor goes
 /// to the server over the Open Inference Protocol.
@@ -38,12 +52,7 @@ public final class RemoteImageModel: ImageInference {
     }
 
     public func setInput(name: String, values: [Float]) throws {
-        guard let port = otherInputs.first(where: { $0.name == name }) else {
-            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
-        }
-        guard port.shape.reduce(1, *) == values.count else {
-            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(values.count)")
-        }
+        _ = try otherInput(named: name, count: values.count)
         otherValues[name] = values.withUnsafeBytes { Data($0) }
     }
 
