@@ -68,6 +68,6 @@ let package = Package(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
-        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur"]),
+        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore"]),
     ]
 )

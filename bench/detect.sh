@@ -26,7 +26,7 @@ ROOT=$PWD
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "bench-detect: RUNS must be a positive integer" >&2; exit 1; }
 [[ $HAAR_FRAMES =~ ^[1-9][0-9]*$ ]] && [ "$HAAR_FRAMES" -le "$FRAMES" ] \
   || { echo "bench-detect: HAAR_FRAMES must be 1..$FRAMES" >&2; exit 1; }
-for f in Models/face-full-range.json Models/face_detection_full_range_sparse.tflite .deps/media/astronaut.png; do
+for f in Models/face-full-range.json "$(python3 tools/models.py path mediapipe-face-detection)/face_detection_full_range_sparse.tflite" .deps/media/astronaut.png; do
   [ -f "$f" ] || { echo "bench-detect: $f missing (run make setup)" >&2; exit 1; }
 done
 

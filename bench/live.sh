@@ -15,8 +15,8 @@
 #            ! x264enc tune=zerolatency speed-preset=ultrafast, 2000 kbit/s ! rtph264pay), with X:
 #              pass     lenspass: the baseline, "bridge + encoder + RTSP + decoder" latency
 #              detect   lensdetect model=Models/face-full-range.json (boxes drawn)
-#              stylize  lensstylize inference-size=320x180 (Magenta, the Munch style); skipped
-#                       when ../shared/models/magenta is absent
+#              stylize  lensstylize inference-size=320x180 (Magenta, its default style picture);
+#                       skipped when Magenta's networks are not installed (streamlens models fetch magenta)
 #   client   bench/live_peer.py client: rtspsrc latency=0 (RTP over UDP on loopback)
 #            ! rtph264depay ! avdec_h264 max-threads=1 ! appsink sync=false, I420. One decoder
 #            thread: libav's frame threading would hold frames back. For every decoded frame,
@@ -51,16 +51,16 @@ RSS_AT=$((DURATION >= 15 ? 10 : DURATION / 3))  # RSS is compared at RSS_AT s an
 for v in $VARIANTS; do
   case $v in pass|detect|stylize) ;; *) echo "bench-live: unknown variant $v (pass, detect, stylize)" >&2; exit 1 ;; esac
 done
-for f in Models/face-full-range.json Models/face_detection_full_range_sparse.tflite Models/magenta-style.json .deps/media/astronaut.png; do
+for f in Models/face-full-range.json "$(python3 tools/models.py path mediapipe-face-detection)/face_detection_full_range_sparse.tflite" Models/magenta-style.json .deps/media/astronaut.png; do
   [ -f "$f" ] || { echo "bench-live: $f missing (run make setup)" >&2; exit 1; }
 done
 "$BIN" stages lensrtsp >/dev/null 2>&1 || { echo "bench-live: $BIN has no lensrtsp stage" >&2; exit 1; }
-MAGENTA=$(cd .. && pwd)/shared/models/magenta
+MAGENTA=$(python3 tools/models.py path magenta)
 SKIPPED=()
 if [[ " $VARIANTS " == *" stylize "* ]]; then
-  for f in style_transfer_f16_384.tflite style_predict_quantized_256.tflite munch_scream.jpg; do
+  for f in style_transfer_f16_384.tflite style_predict_quantized_256.tflite; do
     if [ ! -f "$MAGENTA/$f" ]; then
-      SKIPPED+=("stylize skipped: $MAGENTA/$f is absent (the Magenta models are not redistributed here)")
+      SKIPPED+=("stylize skipped: $MAGENTA/$f is absent (Magenta's networks are not installed: streamlens models fetch magenta)")
       VARIANTS=$(echo " $VARIANTS " | sed 's/ stylize / /')
       break
     fi

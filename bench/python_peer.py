@@ -6,7 +6,7 @@ would write it in Python (PyGObject, OpenVINO's Python API, numpy).
 
 Decodes INPUT to BGRx frames (filesrc ! qtdemux ! h264parse ! avdec_h264 ! videoconvert !
 appsink), finds faces in each with MediaPipe's BlazeFace full-range model (the same
-Models/face_detection_full_range_sparse.tflite as Models/face-full-range.json: 192x192 NHWC
+face_detection_full_range_sparse.tflite (from the model store) as Models/face-full-range.json: 192x192 NHWC
 float32 RGB in [-1, 1], the frame letterboxed to a square then resized; 2304 anchors on a
 48x48 grid; sigmoid scores, threshold 0.5, weighted suppression at IoU 0.3), draws each box
 (green, 3 px, no label) on the frame with numpy and pushes the frame with its timestamps into
@@ -33,7 +33,9 @@ import openvino as ov  # noqa: E402
 from openvino.preprocess import ColorFormat, PrePostProcessor, ResizeAlgorithm  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = os.path.join(ROOT, "Models", "face_detection_full_range_sparse.tflite")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import models as model_store  # noqa: E402  (tools/models.py: where `streamlens models fetch` installs)
+MODEL = os.path.join(model_store.store_dir(), "mediapipe-face-detection", "face_detection_full_range_sparse.tflite")
 SIZE = 192          # model input, square
 GRID = 48           # 192 / stride 4, one anchor per cell
 THRESHOLD = 0.5

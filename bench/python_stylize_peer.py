@@ -7,11 +7,11 @@ would write it in Python (PyGObject, OpenVINO's Python API, numpy; no OpenCV or 
 Decodes INPUT to BGRx frames (filesrc ! qtdemux ! h264parse ! avdec_h264 ! videoconvert !
 appsink), stylizes each with Magenta's arbitrary style transfer network at WxH (default 320x180)
 and pushes the frame with its timestamps into appsrc ! videoconvert ! x264enc ! mp4mux !
-filesink (or appsrc ! fakesink). The models are the ones Models/magenta-style.json names, in
-../shared/models/magenta:
+filesink (or appsrc ! fakesink). The models are the ones Models/magenta-style.json names, from
+the model store (`streamlens models fetch magenta`):
 
 - the style vector is computed once, at start, by style_predict_quantized_256.tflite from
-  munch_scream.jpg, decoded and stretched to 256x256 RGB by GStreamer (jpegdec ! videoscale,
+  Models/styles/waves.jpg (the manifest's default), decoded and stretched to 256x256 RGB by GStreamer (jpegdec ! videoscale,
   as the stage does), values 0..1;
 - style_transfer_f16_384.tflite is reshaped to content_image [1,H,W,3] and compiled for the
   CPU with the latency hint and the device's default precision (bf16 on this machine, like the
@@ -49,10 +49,12 @@ import openvino as ov  # noqa: E402
 from openvino.preprocess import ColorFormat, PrePostProcessor  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = os.path.normpath(os.path.join(ROOT, "..", "shared", "models", "magenta"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import models as model_store  # noqa: E402  (tools/models.py: where `streamlens models fetch` installs)
+MODELS = os.path.join(model_store.store_dir(), "magenta")
 TRANSFER = os.path.join(MODELS, "style_transfer_f16_384.tflite")
 PREDICT = os.path.join(MODELS, "style_predict_quantized_256.tflite")
-STYLE_IMAGE = os.path.join(MODELS, "munch_scream.jpg")
+STYLE_IMAGE = os.path.join(ROOT, "Models", "styles", "waves.jpg")
 STYLE_SIZE = 256
 STALL_SECONDS = 30  # no frame for this long: give up instead of hanging
 

@@ -29,6 +29,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import models as model_store  # noqa: E402  (tools/models.py: where `streamlens models fetch` installs)
 BIN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(__doc__)
 RUNS = int(os.environ.get("RUNS", "3"))
 PORT = int(os.environ.get("PORT", "18990"))
@@ -51,7 +53,7 @@ def make_clip(folder):
 def start_server(home):
     log = open(os.path.join(home, "server.log"), "w")
     p = subprocess.Popen([PY, "tools/remote/serve.py", "--port", str(PORT), "--home", home,
-                          "--model", "face-short-range=Models/face_detection_short_range.tflite",
+                          "--model", "face-short-range=" + os.path.join(model_store.store_dir(), "mediapipe-face-detection", "face_detection_short_range.tflite"),
                           "--model", "mosaic=Models/mosaic.onnx"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
     ready = set()

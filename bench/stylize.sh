@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench-stylize: what the `lensstylize` style-transfer stage costs and how it compares.
-# Magenta's arbitrary style transfer (Models/magenta-style.json -> ../shared/models/magenta, the
-# style of munch_scream.jpg) at inference size 320x180, on a 1280x720 30 fps H.264 clip of real
+# Magenta's arbitrary style transfer (Models/magenta-style.json: its networks from the model
+# catalogue, `streamlens models fetch magenta`; the style of Models/styles/waves.jpg) at inference size 320x180, on a 1280x720 30 fps H.264 clip of real
 # photos (bench/make-stylize-clip.sh, 300 frames, cached in out/bench/) decoded to BGRx, ending
 # either in x264enc ! mp4mux ! filesink ("encode") or in fakesink ("fakesink": x264enc bounds
 # the first). Measured in the same run, interleaved:
@@ -20,8 +20,8 @@
 # smoothing=0 and smoothing=0.8, written as raw RGB; the mean absolute change between
 # consecutive frames (0..255) of the input and of both outputs.
 # Goals (the issue's): streamlens/raw >= 0.9 and streamlens/python >= 1.3 (fps). Exits 0 when goals
-# are missed (it says so); 1 when a run fails or an output is wrong; 0 with a message when the
-# Magenta models (../shared/models/magenta) are absent. Also writes each run's figures to
+# are missed (it says so); 1 when a run fails or an output is wrong; 0 with a message when
+# Magenta's networks are not installed. Also writes each run's figures to
 # $BENCH_RESULTS/stylize.tsv (bench/lib.sh) for bench/report.py.
 # Usage: bench/stylize.sh path/to/streamlens   (RUNS=3 RUN_TIMEOUT=300)
 set -euo pipefail
@@ -35,13 +35,13 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 [ -x "$BIN" ] || { echo "bench-stylize: $BIN is not an executable (swift build -c release)" >&2; exit 1; }
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "bench-stylize: RUNS must be a positive integer" >&2; exit 1; }
-MAGENTA=$(cd .. && pwd)/shared/models/magenta
-for f in style_transfer_f16_384.tflite style_predict_quantized_256.tflite munch_scream.jpg; do
+MAGENTA=$(python3 tools/models.py path magenta)
+for f in style_transfer_f16_384.tflite style_predict_quantized_256.tflite; do
   if [ ! -f "$MAGENTA/$f" ]; then
-    echo "bench-stylize: skipped: $MAGENTA/$f is absent (the Magenta models are not redistributed here; see Models/magenta-style.json)"
+    echo "bench-stylize: skipped: $MAGENTA/$f is absent (Magenta's networks are not installed: streamlens models fetch magenta)"
     source "$ROOT/bench/lib.sh"
     results_open stylize RUNS="$RUNS"
-    result skipped "$MAGENTA/$f is absent (the Magenta models are not redistributed here)"
+    result skipped "$MAGENTA/$f is absent (Magenta's networks are not installed: streamlens models fetch magenta)"
     results_close 0
     exit 0
   fi

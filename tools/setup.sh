@@ -7,8 +7,9 @@
 #      with a generated pkg-config file, the unversioned libopenvino_c.so symlink, and the
 #      wheel's libs folder registered with the dynamic linker (/etc/ld.so.conf.d): SwiftPM drops
 #      -rpath from .pc files, and unsafeFlags would make the library unusable as a dependency.
-#   3. MediaPipe's BlazeFace models taken out of the mediapipe==0.10.21 wheel (downloaded, not
-#      installed; later wheels no longer carry them) into Models/, with the wheel's licence.
+#   3. The third-party models of Models/catalogue.json, fetched and checked (sha256) into the
+#      model store by tools/models.py: MediaPipe's BlazeFace models (out of the mediapipe==0.10.21
+#      wheel) and, when it can get them, Magenta's style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
 #   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
@@ -104,19 +105,29 @@ if [ "$(cat "$LDCONF" 2>/dev/null)" != "$OV_LIBS" ]; then
   as_root ldconfig
 fi
 
-# --- 3. MediaPipe BlazeFace models ----------------------------------------------------------
-if [ ! -f Models/face_detection_short_range.tflite ] || [ ! -f Models/face_detection_full_range_sparse.tflite ] \
-   || [ ! -f Models/LICENSE.mediapipe ]; then
-  say "extracting BlazeFace models from mediapipe==$MEDIAPIPE_VERSION"
-  w=$(wheel mediapipe "$MEDIAPIPE_VERSION")
-  tmp=$(mktemp -d)
-  unzip -q -o "$w" 'mediapipe/modules/face_detection/face_detection_short_range.tflite' \
-    'mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite' \
-    "mediapipe-$MEDIAPIPE_VERSION.dist-info/LICENSE" -d "$tmp"
-  cp "$tmp"/mediapipe/modules/face_detection/*.tflite Models/
-  cp "$tmp/mediapipe-$MEDIAPIPE_VERSION.dist-info/LICENSE" Models/LICENSE.mediapipe
-  rm -rf "$tmp"
+# --- 3. Third-party models (Models/catalogue.json) ----------------------------------------
+# tools/models.py installs them into the model store (~/.local/share/streamlens/models, or
+# $STREAMLENS_MODELS), each file checked against the catalogue's sha256; nothing is installed
+# half. MediaPipe's face detectors come out of the mediapipe==0.10.21 wheel: from its PyPI URL,
+# else through pip (which follows this machine's index settings) with .deps/wheels as the mirror.
+# Magenta's networks come from ../shared/models when that folder exists (our lab and CI), else
+# from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
+# and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
+MODELS_TOOL=("$PY" tools/models.py)
+if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection 2>"$DEPS/fetch-mediapipe.log"; then
+  say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
+    --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
+  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection --from "$DEPS/wheels"
 fi
+SHARED_MODELS="$ROOT/../shared/models"
+if [ -d "$SHARED_MODELS" ]; then magenta_from=(--from "$SHARED_MODELS"); else magenta_from=(); fi
+if ! "${MODELS_TOOL[@]}" fetch -q magenta "${magenta_from[@]}" 2>"$DEPS/fetch-magenta.log"; then
+  say "Magenta's style networks are not installed: $(sed -n 2p "$DEPS/fetch-magenta.log" | sed 's/^ *//')"
+  say "  everything but model=Models/magenta-*.json and train-style works without them; later: streamlens models fetch magenta [--from MIRROR]"
+fi
+# Set-ups before the catalogue copied the face detectors into Models/.
+rm -f Models/face_detection_short_range.tflite Models/face_detection_full_range_sparse.tflite Models/LICENSE.mediapipe
 
 # --- 4. Demo photos -------------------------------------------------------------------------
 # astronaut, rocket: NASA, public domain; coffee (Rachel Michetti), chelsea (Stefan van der

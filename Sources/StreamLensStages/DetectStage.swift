@@ -115,6 +115,8 @@ public final class DetectStage: Stage {
         self.options = options
         if options.device != RemoteSettings.device {
             do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+            // A catalogue model that is not installed fails the start, not the first frame.
+            _ = try manifest.resolve(manifest.model, relativeTo: manifestPath)
         }
         guard Self.parseColor(settings.string("color")) != nil else {
             throw StageError("property color=\(settings.string("color")) is not a #rrggbb colour")
@@ -153,13 +155,13 @@ public final class DetectStage: Stage {
         let input = ImageInput(width: manifest.input.width, height: manifest.input.height, layout: manifest.input.layout.rawValue,
                                colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
-        let modelPath = manifest.modelURL(relativeTo: URL(fileURLWithPath: manifestPath)).path
         do {
             let model: any ImageInference
             if let address = try RemoteSettings.address(settings, manifestPath: manifestPath) {
                 model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
             } else {
-                model = try engine.loadImageModel(path: modelPath, input: input, frame: frame, region: region, options: options)
+                model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
+                                                  frame: frame, region: region, options: options)
             }
             let (boxes, scores) = try decoder.resolveOutputs(names: model.outputs.map(\.name), shapes: model.outputs.map(\.shape))
             try decoder.validate(boxesShape: model.outputs[boxes].shape, scoresShape: model.outputs[scores].shape)

@@ -333,7 +333,7 @@ public final class StylizeStage: Stage {
             do {
                 if styleOnly {
                     let image = configuration.styleImage.isEmpty
-                        ? manifest.style?.image.map { manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
+                        ? try manifest.style?.image.map { try manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
                         : configuration.styleImage
                     let vector = try Stylizer.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image,
                                                            engine: engine, options: configuration.options)

@@ -49,7 +49,7 @@ final class Stylizer {
         }
         self.output = output
         if let style = manifest.style {
-            let image = configuration.styleImage.isEmpty ? style.image.map { manifest.resolve($0, relativeTo: path) } : configuration.styleImage
+            let image = try configuration.styleImage.isEmpty ? style.image.map { try manifest.resolve($0, relativeTo: path) } : configuration.styleImage
             guard let image else {
                 throw StageError("\(path) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy")
             }
@@ -58,6 +58,8 @@ final class Stylizer {
         } else if !configuration.styleImage.isEmpty {
             throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")
         }
+        // A catalogue model that is not installed fails here, not at the first frame.
+        if configuration.remote == nil { _ = try manifest.resolve(manifest.model, relativeTo: path) }
     }
 
     /// The style-prediction network run once on `image`: the vector the transfer network takes.
@@ -72,7 +74,7 @@ final class Stylizer {
                                name: style.input.name)
         let frame = FrameLayout(width: style.input.width, height: style.input.height, pixelFormat: "RGB", stride: style.input.width * 3)
         do {
-            let model = try engine.loadImageModel(path: manifest.resolve(style.model, relativeTo: manifestPath), input: input, frame: frame,
+            let model = try engine.loadImageModel(path: try manifest.resolve(style.model, relativeTo: manifestPath), input: input, frame: frame,
                                                   region: .whole, options: options)
             return try pixels.withUnsafeBytes { try model.infer($0) }.first?.values ?? []
         } catch let error as InferenceError {
@@ -120,7 +122,7 @@ final class Stylizer {
             if let remote = configuration.remote {
                 model = try engine.loadRemoteImageModel(address: remote, input: input, frame: frame, region: .whole)
             } else {
-                model = try engine.loadImageModel(path: manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
+                model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
                                                   region: .whole, options: configuration.options, resizable: true)
             }
         } catch let error as InferenceError {

@@ -11,6 +11,7 @@ let usage = """
            streamlens stages [STAGE]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
            streamlens train-style STYLE_IMAGE --out PATH [options]       (train a style network; --help lists options)
+           streamlens models list | fetch NAME…|all [--from DIR|URL] | verify [NAME…] | path [NAME]
            streamlens --help | --version
 
     SPEC is a gst-launch-1.0 pipeline in which StreamLens stages (lens…) appear like elements,
@@ -29,6 +30,9 @@ let usage = """
                         (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`)
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
+      models    third-party model files (Models/catalogue.json): list them, fetch and verify
+                them (sha256) into the model store, $STREAMLENS_MODELS or
+                ~/.local/share/streamlens/models; --from or $STREAMLENS_MODEL_MIRROR: a mirror
 
     exit codes: 0 end of stream, 1 pipeline error, 2 bad usage or spec, 130 aborted
     """
@@ -176,6 +180,7 @@ case "inspect": exit(inspectCommand(arguments))
 case "stages": exit(stagesCommand(arguments))
 case "import": exit(importCommand(arguments))
 case "train-style": exit(trainStyleCommand(arguments))
+case "models": exit(modelsCommand(arguments))
 case "-h", "--help", "help": printOut(usage); exit(0)
 case "--version":
     initialize()

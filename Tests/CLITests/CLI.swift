@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 
 /// Spawns the built `streamlens` binary (the one `swift test` built beside this test bundle,
 /// or $STREAMLENS_BIN) and collects what it printed and how it exited.
@@ -16,6 +17,12 @@ struct CLI {
     static let slowdown: Double = ProcessInfo.processInfo.environment["STREAMLENS_TEST_SLOWDOWN"].flatMap(Double.init) ?? 1
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A file of a catalogue model (Models/catalogue.json) where `streamlens models fetch`
+    /// installs it: the model store of this environment (ModelStore), as the spawned CLI sees it.
+    static func installedModel(_ model: String, _ file: String) -> String {
+        URL(fileURLWithPath: ModelStore.directory()).appendingPathComponent(model).appendingPathComponent(file).path
+    }
 
     static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["STREAMLENS_BIN"] { return URL(fileURLWithPath: path) }

@@ -199,23 +199,33 @@ import Testing
         let manifest = try String(contentsOfFile: CLI.packageRoot.appendingPathComponent("Models/face-short-range.json").path, encoding: .utf8)
         let wrongDecoder = dir.appendingPathComponent("wrong-decoder.json").path
         try manifest.replacingOccurrences(of: "\"blazeface\"", with: "\"yolo\"").write(toFile: wrongDecoder, atomically: true, encoding: .utf8)
-        let models = CLI.packageRoot.appendingPathComponent("Models").path
         let mismatched = dir.appendingPathComponent("mismatched.json").path
-        try manifest.replacingOccurrences(of: "face_detection_short_range.tflite", with: "\(models)/face_detection_full_range_sparse.tflite")
+        try manifest.replacingOccurrences(of: "face_detection_short_range.tflite", with: "face_detection_full_range_sparse.tflite")
             .write(toFile: mismatched, atomically: true, encoding: .utf8)
+        // A catalogue reference that is not two plain names, and a model that is not in the store.
+        let badReference = dir.appendingPathComponent("bad-reference.json").path
+        try manifest.replacingOccurrences(of: "catalogue:mediapipe-face-detection/face_detection_short_range.tflite", with: "catalogue:../../etc/passwd")
+            .write(toFile: badReference, atomically: true, encoding: .utf8)
+        let notInstalled = dir.appendingPathComponent("not-installed.json").path
+        try manifest.replacingOccurrences(of: "catalogue:mediapipe-face-detection/", with: "catalogue:no-such-model/")
+            .write(toFile: notInstalled, atomically: true, encoding: .utf8)
         let cases: [(String, String)] = [
             ("model=/nonexistent/face.json", "d: model manifest /nonexistent/face.json not found"),
             ("model=\(wrongDecoder)", "decoder 'yolo'"),
             ("model=\(mismatched)", "the model's image input is [1,192,192,3] but the manifest says 128x128 NHWC"),
             ("device=NPU", "device NPU is not available here (available: CPU"),
             ("color=green", "property color=green is not a #rrggbb colour"),
+            ("model=\(badReference)", "catalogue:../../etc/passwd is not a catalogue reference: write catalogue:NAME/FILE"),
+            ("model=\(notInstalled)", "model no-such-model is not installed ("),
+            ("model=\(notInstalled)", "run `streamlens models fetch no-such-model`"),
         ]
         var all = cases
-        // A model that is not a detector (../shared's Magenta style predictor, when present).
-        let style = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/magenta/style_predict_quantized_256.tflite").path
-        if FileManager.default.fileExists(atPath: style) {
+        // A model that is not a detector (Magenta's style predictor, when it is installed).
+        if magentaAvailable {
             let notDetector = dir.appendingPathComponent("not-a-detector.json").path
-            try manifest.replacingOccurrences(of: "face_detection_short_range.tflite", with: style).write(toFile: notDetector, atomically: true, encoding: .utf8)
+            try manifest.replacingOccurrences(of: "catalogue:mediapipe-face-detection/face_detection_short_range.tflite",
+                                              with: "catalogue:magenta/style_predict_quantized_256.tflite")
+                .write(toFile: notDetector, atomically: true, encoding: .utf8)
             all.append(("model=\(notDetector)", "error: d: \(notDetector): the model's image input is [1,256,256,3] but the manifest says 128x128 NHWC"))
         }
         for (props, message) in all {

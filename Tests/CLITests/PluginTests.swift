@@ -71,9 +71,8 @@ import Testing
         #expect(x == y, "gst-launch-1.0:\n\(x)\nstreamlens run:\n\(y)")
     }
 
-    @Test(.enabled(if: magentaAvailable, Comment(rawValue: magentaMissing)))
-    func gstLaunchStylizesLikeStreamlensRun() throws {
-        let model = CLI.packageRoot.appendingPathComponent("Models/magenta-style.json").path
+    @Test func gstLaunchStylizesLikeStreamlensRun() throws {
+        let model = CLI.packageRoot.appendingPathComponent("Models/mosaic.json").path
         let photo = CLI.packageRoot.appendingPathComponent(".deps/media/chelsea.png").path
         let (x, y) = try Self.outputs(of: "filesrc location=\(photo) ! pngdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=160,height=120 ! imagefreeze num-buffers=3 ! lensstylize model=\(model) precision=f32 inference-size=128 strength=0.7 ! filesink location=%@")
         #expect(x.count == 3 * 160 * 120 * 3)

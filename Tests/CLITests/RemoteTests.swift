@@ -9,7 +9,7 @@ import Testing
     /// style, f32 like the local runs they are compared with.
     static func server() throws -> InferenceServer {
         try InferenceServer(port: 18_981, models: [
-            "face-full-range": "Models/face_detection_full_range_sparse.tflite",
+            "face-full-range": CLI.installedModel("mediapipe-face-detection", "face_detection_full_range_sparse.tflite"),
             "mosaic": "Models/mosaic.onnx",
         ])
     }
@@ -84,7 +84,7 @@ import Testing
     /// frames pass without boxes, and boxes come back when a server returns on the same port.
     @Test func serverKilledMidStreamAndBack() throws {
         let port = 18_983
-        var server: InferenceServer? = try InferenceServer(port: port, models: ["face-short-range": "Models/face_detection_short_range.tflite"])
+        var server: InferenceServer? = try InferenceServer(port: port, models: ["face-short-range": CLI.installedModel("mediapipe-face-detection", "face_detection_short_range.tflite")])
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let jsonl = dir.appendingPathComponent("faces.jsonl").path
@@ -106,7 +106,7 @@ import Testing
         let during = faceCounts().suffix(20)
         #expect(during.allSatisfy { $0 == 0 }, "boxes while the server was away: \(during)")
         #expect(run.isRunning)
-        server = try InferenceServer(port: port, models: ["face-short-range": "Models/face_detection_short_range.tflite"])
+        server = try InferenceServer(port: port, models: ["face-short-range": CLI.installedModel("mediapipe-face-detection", "face_detection_short_range.tflite")])
         #expect(run.waitFor("answers again", timeout: 20), "\(run.stderr)")
         let back = faceCounts().count
         #expect(waitUntil(10) { faceCounts().count > back + 15 })

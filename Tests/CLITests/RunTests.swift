@@ -213,7 +213,7 @@ import Testing
             return String(line[r.upperBound...].dropLast())
         }
         #expect(examples.count >= 3, "\(stages.stdout)")
-        for example in examples where magentaAvailable || !example.contains("lensstylize") {
+        for example in examples {
             let r = try CLI.run(["run", "-q", example])
             #expect(r.status == 0, "\(example): \(r.stderr)")
         }

@@ -355,11 +355,10 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
         #expect(p.numCoords == 16 && p.boxOrder == .xywh && p.keypointCoordOffset == 4 && p.numKeypoints == 6)
         #expect(p.xScale == 128 && p.hScale == 128 && p.scores == .logits && p.scoreClippingThresh == 100)
         #expect(p.minScore == 0.75 && p.suppression == SuppressionOptions(method: .weighted, iouThreshold: 0.3))
-        #expect(short.modelPath(relativeTo: manifestPath("face-short-range"))
-                == packageRoot.appendingPathComponent("Models/face_detection_short_range.tflite").path)
+        #expect(short.model == "catalogue:mediapipe-face-detection/face_detection_short_range.tflite")
 
         let full = try ModelManifest.load(path: manifestPath("face-full-range"))
-        #expect(full.model == "face_detection_full_range_sparse.tflite")
+        #expect(full.model == "catalogue:mediapipe-face-detection/face_detection_full_range_sparse.tflite")
         #expect(full.input.width == 192 && full.decoder.blazeFace!.xScale == 192 && full.decoder.blazeFace!.minScore == 0.6)
         #expect(try full.makeDecoder().anchors.count == 2304)
 

@@ -171,7 +171,10 @@ import Testing
         let m = try ModelManifest.load(path: path)
         #expect(m.decoder.name == "image" && m.decoder.image?.valueRange == [0, 1] && m.decoder.blazeFace == nil)
         #expect(m.input.name == "content_image" && m.style?.input.width == 256 && m.labels.isEmpty)
-        #expect(m.resolve(m.style!.image!, relativeTo: path).hasSuffix("Models/../../shared/models/magenta/munch_scream.jpg"))
+        // Its networks come from the model catalogue, its default style picture is a shipped one.
+        #expect(m.model == "catalogue:magenta/style_transfer_f16_384.tflite" && m.style?.model == "catalogue:magenta/style_predict_quantized_256.tflite")
+        #expect(try m.resolve(m.style!.image!, relativeTo: path).hasSuffix("Models/styles/waves.jpg"))
+        #expect(FileManager.default.fileExists(atPath: try m.resolve(m.style!.image!, relativeTo: path)))
         #expect(throws: StageError("model magenta-arbitrary-style is not a detector (its decoder is 'image')")) { try m.makeDecoder() }
     }
 

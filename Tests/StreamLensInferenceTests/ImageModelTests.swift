@@ -1,9 +1,11 @@
 import Foundation
+import StreamLensCore
 import StreamLensInference
 import Testing
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-let shortRange = packageRoot.appendingPathComponent("Models/face_detection_short_range.tflite").path
+/// MediaPipe's short-range detector, installed by set-up into the model store (Models/catalogue.json).
+let shortRange = try! ModelStore.Reference("catalogue:mediapipe-face-detection/face_detection_short_range.tflite")!.installedPath()
 
 /// Decodes an image file to packed RGB with GStreamer's own tools (a real decoder, no mock).
 func decodeRGB(_ path: String) throws -> (pixels: [UInt8], width: Int, height: Int) {

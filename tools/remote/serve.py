@@ -5,7 +5,7 @@ Serves OpenVINO models (.tflite / .onnx / .xml) through NVIDIA PyTriton's bundle
 tritonserver, HTTP only, bound to 127.0.0.1.
 
     .deps/triton-venv/bin/python tools/remote/serve.py --port 8000 \
-        --model blazeface=Models/face_detection_short_range.tflite \
+        --model blazeface=$(streamlens models path mediapipe-face-detection)/face_detection_short_range.tflite \
         --model mosaic=Models/mosaic.onnx [--precision f32|default] [--home DIR]
 
 Prints "serving NAME at http://127.0.0.1:PORT/v2/models/NAME" per model once it is

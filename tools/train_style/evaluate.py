@@ -170,7 +170,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("manifests", nargs="+")
     p.add_argument("--photos", default="")
-    p.add_argument("--teacher", default=os.path.join(ROOT, "..", "shared", "models", "magenta"))
+    p.add_argument("--teacher", default=teacher_mod.default_folder(ROOT))
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     folder = a.photos or content.default_folder(ROOT)

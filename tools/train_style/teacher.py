@@ -1,5 +1,6 @@
-"""The teacher: Magenta's arbitrary-image-stylization networks (TFLite, Apache-2.0; in
-../shared/models/magenta, the files Models/magenta-style.json uses), run with OpenVINO.
+"""The teacher: Magenta's arbitrary-image-stylization networks (TFLite, Apache-2.0;
+installed by `streamlens models fetch magenta`, the files Models/magenta-style.json uses), run
+with OpenVINO.
 
 Strength and density act where Magenta's own paper puts them:
 - strength s blends the style image's 100-number style vector with the content image's own:
@@ -10,6 +11,7 @@ Strength and density act where Magenta's own paper puts them:
 """
 
 import os
+import sys
 
 import numpy as np
 from PIL import Image
@@ -47,13 +49,21 @@ def style_view(image: Image.Image, density: float) -> np.ndarray:
     return np.asarray(view, np.float32) / 255.0
 
 
+def default_folder(root: str) -> str:
+    """Magenta's networks where `streamlens models fetch magenta` installs them (tools/models.py)."""
+    sys.path.insert(0, os.path.join(root, "tools"))
+    import models
+    return os.path.join(models.store_dir(), "magenta")
+
+
 class Teacher:
     def __init__(self, folder: str, style: Image.Image, strength: float, density: float):
         import openvino as ov
         for f in (PREDICT, TRANSFER):
             if not os.path.isfile(os.path.join(folder, f)):
-                raise SystemExit(f"train-style: the teacher network {os.path.join(folder, f)} is missing "
-                                 "(Magenta's TFLite files; see ../shared/models/README.md or pass --teacher DIR)")
+                raise SystemExit(f"train-style: the teacher network {os.path.join(folder, f)} is missing: "
+                                 "install Magenta's networks with `streamlens models fetch magenta` "
+                                 "(Models/catalogue.json lists them), or pass --teacher DIR")
         core = ov.Core()
         # f32: the teacher's output is the training target; bf16 would add its rounding to it.
         cfg = {"INFERENCE_PRECISION_HINT": "f32"}

@@ -10,7 +10,7 @@ reads, recording the exact command, seed and losses) and OUT.snapshots/ (the val
 stylized every K iterations, beside the teacher's version).
 
 The training signal is distillation (issue 7, option b): Magenta's arbitrary-style networks (the
-teacher, in ../shared/models/magenta, run by OpenVINO) stylize random crops of the content
+teacher, installed by `streamlens models fetch magenta`, run by OpenVINO) stylize random crops of the content
 photos once, up front; the student then learns to reproduce the teacher's picture from the
 photo, pixel for pixel (L1 on colours and on their gradients). Nothing is downloaded at run
 time, a training step needs no ImageNet backbone (the student's own forward and backward pass
@@ -62,8 +62,8 @@ def parse_args(argv):
     p.add_argument("--snapshot-every", type=int, default=250, help="write a snapshot every K iterations (default 250; 0: only the last)")
     p.add_argument("--seed", type=int, default=0, help="random seed: crops, order, initial weights (default 0)")
     p.add_argument("--content", default="", help="folder of content photos (default: scikit-image's CC0 / public-domain photos)")
-    p.add_argument("--teacher", default=os.path.join(ROOT, "..", "shared", "models", "magenta"),
-                   help="folder with Magenta's TFLite networks (default ../shared/models/magenta)")
+    p.add_argument("--teacher", default=teacher_mod.default_folder(ROOT),
+                   help="folder with Magenta's TFLite networks (default: where `streamlens models fetch magenta` installs them)")
     p.add_argument("--name", default="", help="style name in the manifest (default: OUT's file name)")
     a = p.parse_args(argv)
 

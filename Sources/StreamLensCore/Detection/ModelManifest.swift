@@ -19,7 +19,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
 
     public var schemaVersion: Int
     public var name: String
-    /// The model file, relative to the manifest's folder (or absolute).
+    /// The model file: `catalogue:NAME/FILE` (installed by `streamlens models fetch NAME`), or a
+    /// path relative to the manifest's folder (or absolute). See `resolve`.
     public var model: String
     public var input: Input
     /// How frames are fitted to the input (default letterbox).
@@ -157,7 +158,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// The style-prediction network of an arbitrary-style model (Magenta): it turns a style image
     /// into a vector once, and the main model stylizes every frame with that vector.
     public struct StyleSpec: Sendable, Codable, Equatable {
-        /// The prediction model file, relative to the manifest's folder (or absolute).
+        /// The prediction model file (a catalogue reference or a path, as `model`).
         public var model: String
         /// Its image input (the style image is resized to it).
         public var input: Input
@@ -242,6 +243,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// Values JSON types cannot rule out: sizes, value ranges, the decoder's options and
     /// whether a detector's anchors were made for this input size.
     public func validate() throws {
+        // A catalogue reference must be two plain names (it cannot point outside the store).
+        for file in [model, style?.model, style?.image].compactMap({ $0 }) { _ = try ModelStore.Reference(file) }
         try Self.validate(input, what: "input")
         switch decoder.parameters {
         case .blazeface(let options):
@@ -276,22 +279,14 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         }
     }
 
-    /// A file named by the manifest (`model`, `style.model`, `style.image`), resolved against the
+    /// A file named by the manifest (`model`, `style.model`, `style.image`): a catalogue
+    /// reference (`catalogue:NAME/FILE`) is the installed file in the model store, or a
+    /// StageError naming `streamlens models fetch NAME`; a path is resolved against the
     /// manifest's folder (kept as is when absolute).
-    public func resolve(_ file: String, relativeTo manifestPath: String) -> String {
+    public func resolve(_ file: String, relativeTo manifestPath: String) throws -> String {
+        if let reference = try ModelStore.Reference(file) { return try reference.installedPath() }
         if file.hasPrefix("/") { return file }
         return URL(fileURLWithPath: manifestPath).deletingLastPathComponent().appendingPathComponent(file).path
-    }
-
-    /// The model file: `model` resolved against the manifest's folder (kept as is when absolute).
-    public func modelURL(relativeTo manifestURL: URL) -> URL {
-        if model.hasPrefix("/") { return URL(fileURLWithPath: model) }
-        return manifestURL.deletingLastPathComponent().appendingPathComponent(model)
-    }
-
-    /// `modelURL` for plain paths.
-    public func modelPath(relativeTo manifestPath: String) -> String {
-        modelURL(relativeTo: URL(fileURLWithPath: manifestPath)).path
     }
 
     /// The input's normalisation, `(x - mean) / scale` (see `Input.mean`).

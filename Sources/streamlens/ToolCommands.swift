@@ -14,8 +14,8 @@ func importCommand(_ args: [String]) -> Int32 {
     }
     guard let root = checkoutRoot(holding: "tools/coreml_import.py") else {
         FileHandle.standardError.write(Data("""
-            streamlens: import: cannot find tools/coreml_import.py in the current directory or above \
-            the streamlens executable; run it from the StreamLens checkout\n
+            streamlens: import: cannot find tools/coreml_import.py above the streamlens executable or in \
+            the current directory; run it from the StreamLens checkout\n
             """.utf8))
         return 1
     }
@@ -57,26 +57,44 @@ func runTool(_ command: String, _ executable: URL, _ args: [String], environment
 func trainStyleCommand(_ args: [String]) -> Int32 {
     guard let root = checkoutRoot(holding: "tools/train-style") else {
         FileHandle.standardError.write(Data("""
-            streamlens: train-style: cannot find tools/train-style in the current directory or above \
-            the streamlens executable; run it from the StreamLens checkout\n
+            streamlens: train-style: cannot find tools/train-style above the streamlens executable or in the \
+            current directory; run it from the StreamLens checkout\n
             """.utf8))
         return 1
     }
     return runTool("train-style", root.appendingPathComponent("tools/train-style"), args)
 }
 
-/// The StreamLens checkout holding `script`: the current directory if it has it, else the
-/// nearest directory above the running executable that has it (`.build/debug/streamlens` lives
-/// inside the checkout).
+/// `streamlens models list | fetch NAME…|all [--from DIR|URL] | verify [NAME…] | path [NAME]`:
+/// third-party model files from the catalogue (Models/catalogue.json), downloaded, checked
+/// against their sha256 and installed into the model store (`ModelStore`). The work is
+/// tools/models.py (Python's standard library only, so set-up can run it before anything is
+/// built); arguments, output and exit code pass through.
+func modelsCommand(_ args: [String]) -> Int32 {
+    guard let root = checkoutRoot(holding: "tools/models.py") else {
+        FileHandle.standardError.write(Data("""
+            streamlens: models: cannot find tools/models.py above the streamlens executable or in the \
+            current directory; run it from the StreamLens checkout\n
+            """.utf8))
+        return 1
+    }
+    let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
+    return runTool("models", URL(fileURLWithPath: "/usr/bin/env"), [python, root.appendingPathComponent("tools/models.py").path] + args)
+}
+
+/// The StreamLens checkout holding `script`: the nearest directory above the running executable
+/// that has it (`.build/debug/streamlens` lives inside the checkout), else the current directory
+/// if it has it. The executable's own checkout comes first: a script of that name in whatever
+/// folder the user happens to be in must not run in its place.
 func checkoutRoot(holding script: String) -> URL? {
     let fm = FileManager.default
-    let cwd = URL(fileURLWithPath: fm.currentDirectoryPath)
-    if fm.fileExists(atPath: cwd.appendingPathComponent(script).path) { return cwd }
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     var dir = executable.deletingLastPathComponent()
     while dir.path != "/" && !dir.path.isEmpty {
         if fm.fileExists(atPath: dir.appendingPathComponent(script).path) { return dir }
         dir = dir.deletingLastPathComponent()
     }
+    let cwd = URL(fileURLWithPath: fm.currentDirectoryPath)
+    if fm.fileExists(atPath: cwd.appendingPathComponent(script).path) { return cwd }
     return nil
 }
