@@ -56,6 +56,8 @@ public final class Pipeline {
     public private(set) var stageReports: [(kind: String, text: String)] = []
     /// Where messages go (stderr by default).
     public var log: (String) -> Void = { writeStderr($0 + "\n") }
+    /// The filesinks of the run in progress, writing under temporary names until data arrives.
+    private var outputFiles: OutputFiles?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -208,6 +210,13 @@ public final class Pipeline {
         })
         var windowClosed: Date?
 
+        // Existing files are replaced only once data reaches them (OutputFiles).
+        let outputs = OutputFiles(elements: allElements(), pipeline: pipeline)
+        outputFiles = outputs
+        defer {
+            for problem in outputs.finish() { log("warning: \(problem)") }
+            outputFiles = nil
+        }
         if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
             stop()
@@ -335,7 +344,8 @@ public final class Pipeline {
                     outcome = .failed(failure)
                     continue
                 }
-                log("warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? ""))
+                let warning = "warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+                log(outputFiles?.userNames(in: warning) ?? warning)
             case GST_MESSAGE_STATE_CHANGED:
                 if messageIsFrom(message, pipeline) {
                     var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
@@ -536,7 +546,8 @@ public final class Pipeline {
             text = explained
         }
         text = Self.explainDevice(text)
-        return "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+        let full = "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
+        return outputFiles?.userNames(in: full) ?? full
     }
 
     /// GStreamer's message for an error whose text hides the cause, said with the cause: which

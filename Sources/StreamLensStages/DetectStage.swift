@@ -77,6 +77,8 @@ public final class DetectStage: Stage {
     private var geometry: FrameGeometry?
     private var last: [Detection] = []
     private var metadata: FileHandle?
+    /// The metadata file, opened at the first frame.
+    private var metadataPath: String?
     /// One encoder for every JSON Lines record (made once, not per frame).
     private let metadataEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -125,10 +127,14 @@ public final class DetectStage: Stage {
         if path == "-" {
             metadata = FileHandle.standardOutput
         } else if !path.isEmpty {
-            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            // Checked now, created (truncated) at the first frame: a run that fails to start
+            // leaves an existing file as it was.
+            let exists = FileManager.default.fileExists(atPath: path)
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            guard exists ? access(path, W_OK) == 0 : access(folder, W_OK) == 0 else {
                 throw StageError("cannot write metadata file \(path)")
             }
-            metadata = handle
+            metadataPath = path
         }
     }
 
@@ -268,6 +274,14 @@ public final class DetectStage: Stage {
         frameTimes.append(now)
         if frameTimes.count > 30 { frameTimes.removeFirst(frameTimes.count - 30) }
         if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
+        if metadata == nil, let path = metadataPath {
+            metadataPath = nil
+            if FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) {
+                metadata = handle
+            } else {
+                notices.append(StageNotice(.warning, "cannot write metadata file \(path); detections are not written"))
+            }
+        }
         if let metadata { write(last, frame: frame, to: metadata) }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
         latency.add(milliseconds: inStage)

@@ -10,10 +10,24 @@ import Testing
 /// - message: one line of stderr, exactly; a trailing `…` matches a line that starts with the
 ///   rest (for text that depends on the machine); `(none)` means stderr stays empty.
 /// - output: `{name}: N frames` — the file the run wrote is decoded (ffprobe) and holds exactly N
-///   frames; `—` when nothing is written.
+///   frames; `{name}: unchanged` — a file that was there before the run (the fixture, made afresh
+///   for the row) has the same bytes after it; `{name}: absent` — no such file after the run;
+///   `—` when nothing is written.
 /// - `{name}` anywhere: a fixture the test makes (see `Fixtures`), or `{busy-port}`, a TCP port
 ///   on 127.0.0.1 another socket listens on during the run.
 struct CatalogueRow: CustomTestStringConvertible, Sendable {
+    /// What the row says of the file the run writes.
+    enum Output: Sendable {
+        case frames(file: String, count: Int)
+        case unchanged(file: String)
+        case absent(file: String)
+        var file: String {
+            switch self {
+            case .frames(let file, _), .unchanged(let file), .absent(let file): return file
+            }
+        }
+    }
+
     var number: String
     var input: String
     var problem: String
@@ -22,7 +36,7 @@ struct CatalogueRow: CustomTestStringConvertible, Sendable {
     var standardInput: String?
     var exitCode: Int32
     var message: String
-    var output: (file: String, frames: Int)?
+    var output: Output?
     var testDescription: String { "\(number). \(input): \(problem)" }
 
     static let documentPath = CLI.packageRoot.appendingPathComponent("docs/bad-inputs.md").path
@@ -72,13 +86,20 @@ struct CatalogueRow: CustomTestStringConvertible, Sendable {
         guard args.first == "streamlens" else { throw CatalogueError("the command does not run streamlens") }
         args.removeFirst()
         guard let exit = Int32(c[4]) else { throw CatalogueError("exit '\(c[4])' is not a number") }
-        var output: (String, Int)?
+        var output: Output?
         let out = codeSpan(c[6])
         if out != "—" {
             let parts = out.components(separatedBy: ": ")
-            guard parts.count == 2, parts[1].hasSuffix(" frames") || parts[1].hasSuffix(" frame"),
-                  let n = Int(parts[1].split(separator: " ")[0]) else { throw CatalogueError("output '\(out)' is not '{file}: N frames'") }
-            output = (parts[0], n)
+            guard parts.count == 2 else { throw CatalogueError("output '\(out)' is not '{file}: N frames', '{file}: unchanged' or '{file}: absent'") }
+            if parts[1] == "unchanged" {
+                output = .unchanged(file: parts[0])
+            } else if parts[1] == "absent" {
+                output = .absent(file: parts[0])
+            } else if parts[1].hasSuffix(" frames") || parts[1].hasSuffix(" frame"), let n = Int(parts[1].split(separator: " ")[0]) {
+                output = .frames(file: parts[0], count: n)
+            } else {
+                throw CatalogueError("output '\(out)' is not '{file}: N frames', '{file}: unchanged' or '{file}: absent'")
+            }
         }
         return CatalogueRow(number: c[0], input: c[1], problem: c[2], environment: environment, arguments: args,
                             standardInput: input, exitCode: exit, message: codeSpan(c[5]), output: output)
@@ -158,6 +179,16 @@ struct Fixtures: Sendable {
     let problems: [String]
 
     static let shared = Fixtures()
+
+    /// What `{existing.mp4}` and `{existing.jsonl}` hold before each row: a good clip and a line
+    /// of text (the row's "unchanged" compares with these).
+    func existingContents(_ name: String) -> Data? {
+        switch name {
+        case "existing.mp4": return values["clip.mp4"].flatMap { FileManager.default.contents(atPath: $0) }
+        case "existing.jsonl": return Data("{\"frame\":0,\"detections\":[]} written by an earlier run\n".utf8)
+        default: return nil
+        }
+    }
 
     private init() {
         // One folder per test process; those of test processes that have ended are removed.
@@ -260,6 +291,11 @@ struct Fixtures: Sendable {
         variant("not-a-model.json") { $0["model"] = "not-a-model.tflite" }
         write("not-a-model.tflite", Data("this is not a model\n".utf8))
 
+        // Files a run must leave alone, or not make, when it fails to start: each row that names
+        // one gets its own copy (BadInputTests), so these paths are only placeholders.
+        _ = path("existing.mp4")
+        _ = path("existing.jsonl")
+        _ = path("new.mp4")
         write("auth-no-user", Data("just-a-password\n".utf8))
         write("auth-empty", Data())
         values["scratch"] = directory

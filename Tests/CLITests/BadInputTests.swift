@@ -43,8 +43,18 @@ import Testing
             busy = occupied
         }
         defer { withExtendedLifetime(busy) {} }
+        // The file the row writes (or must leave alone, or must not make) is the row's own, so
+        // rows run at the same time cannot meet.
+        if let file = row.output?.file {
+            let name = String(file.dropFirst().dropLast())
+            let path = fixtures.directory + "/row\(row.number)-" + name
+            values[name] = path
+            try? FileManager.default.removeItem(atPath: path)
+            if case .unchanged? = row.output {
+                try #require(FileManager.default.createFile(atPath: path, contents: fixtures.existingContents(name)), "cannot write \(path)")
+            }
+        }
         let args = row.arguments.map { row.substituted($0, values) }
-        if let out = row.output { try? FileManager.default.removeItem(atPath: row.substituted(out.file, values)) }
         var environment = ProcessInfo.processInfo.environment
         for (name, value) in row.environment { environment[name] = row.substituted(value, values) }
         let input = row.standardInput.map { [(after: 0.3, line: row.substituted($0, values))] } ?? []
@@ -63,10 +73,23 @@ import Testing
         } else {
             #expect(lines.contains(message), "no line\n\(message)\nin\n\(r.stderr)")
         }
-        if let out = row.output {
-            let path = row.substituted(out.file, values)
+        switch row.output {
+        case .frames(let file, let count)?:
+            let path = row.substituted(file, values)
             // Decoded to the end by ffprobe: the file is complete (its index written) and playable.
-            #expect(countFrames(path) == out.frames, "\(path): \(countFrames(path).map(String.init) ?? "not playable") frames, not \(out.frames)")
+            #expect(countFrames(path) == count, "\(path): \(countFrames(path).map(String.init) ?? "not playable") frames, not \(count)")
+        case .unchanged(let file)?:
+            let path = row.substituted(file, values)
+            let name = String(file.dropFirst().dropLast())
+            #expect(FileManager.default.contents(atPath: path) == fixtures.existingContents(name), "\(path) was changed by a run that failed to start")
+        case .absent(let file)?:
+            let path = row.substituted(file, values)
+            #expect(!FileManager.default.fileExists(atPath: path), "\(path) was made by a run that failed to start")
+            let folder = (path as NSString).deletingLastPathComponent
+            let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".partial") }
+            #expect(leftovers.isEmpty, "temporary files left in \(folder): \(leftovers)")
+        case nil:
+            break
         }
     }
 

@@ -80,6 +80,25 @@ import Testing
         #expect(frames >= 30, "only \(frames) frames in 3 s")
     }
 
+    /// A filesink's file is replaced once data reaches it (a run that fails to start leaves it
+    /// alone: docs/bad-inputs.md rows 73-77): the new file keeps the old one's permissions, a
+    /// symbolic link stays a link to it, and no temporary file is left.
+    @Test func anOutputIsReplacedWhenDataArrives() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let real = dir.appendingPathComponent("real.mp4").path, link = dir.appendingPathComponent("link.mp4").path
+        try Data("old".utf8).write(to: URL(fileURLWithPath: real))
+        chmod(real, 0o640)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "real.mp4")
+        let r = try CLI.run(["run", "-q", "videotestsrc num-buffers=10 ! video/x-raw,width=160,height=120 ! lenspass ! x264enc ! mp4mux ! filesink location=\(link)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(countFrames(real) == 10)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == "real.mp4")
+        let mode = (try FileManager.default.attributesOfItem(atPath: real)[.posixPermissions] as? Int) ?? 0
+        #expect(mode == 0o640, "mode \(String(mode, radix: 8))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["link.mp4", "real.mp4"])
+    }
+
     @Test func anErrorMidStreamStillFinalizesTheFile() throws {
         // identity error-after=50 fails the stream after 50 frames; what is downstream of it gets
         // end-of-stream, so the MP4 gets its index and holds the frames that made it through.

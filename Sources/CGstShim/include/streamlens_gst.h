@@ -7,6 +7,14 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 
+// ---- Output files (outputs.c) ---------------------------------------------------------
+// Points `filesink` at `temporary` and renames that onto `target` when the first buffer reaches
+// the sink (with the target's permissions, when it exists). FALSE if it has no sink pad.
+gboolean sl_output_file_guard(GstElement *filesink, const char *temporary, const char *target);
+// 0 no buffer yet (the temporary file is still there), 1 renamed onto the target, -errno the
+// rename failed (the data is in the temporary file).
+int sl_output_file_state(GstElement *filesink);
+
 // ---- macros and variadics as functions --------------------------------------------------
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
