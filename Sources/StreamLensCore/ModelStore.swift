@@ -3,7 +3,7 @@ import Foundation
 /// Where third-party model files are installed, and how a manifest names one.
 ///
 /// Model files StreamLens does not own (MediaPipe's detectors, Magenta's networks) are never
-/// committed: `Models/catalogue.json` lists each with its licence, size, sha256 and public URLs,
+/// committed: `Models/model-catalogue.json` lists each with its licence, size, sha256 and public URLs,
 /// and `streamlens models fetch NAME` (tools/models.py) downloads, verifies and installs them
 /// into the store, one folder per catalogue entry. A manifest names such a file as
 /// `catalogue:NAME/FILE` (e.g. `"model": "catalogue:magenta/style_transfer_f16_384.tflite"`),
@@ -42,7 +42,7 @@ public enum ModelStore {
             guard text.hasPrefix(ModelStore.scheme) else { return nil }
             let parts = text.dropFirst(ModelStore.scheme.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, parts.allSatisfy(Self.isPlainName) else {
-                throw StageError("\(text) is not a catalogue reference: write catalogue:NAME/FILE (a model of Models/catalogue.json and one of its files)")
+                throw StageError("\(text) is not a catalogue reference: write catalogue:NAME/FILE (a model of Models/model-catalogue.json and one of its files)")
             }
             model = parts[0]
             file = parts[1]
@@ -57,7 +57,7 @@ public enum ModelStore {
             let folder = URL(fileURLWithPath: ModelStore.directory(environment: environment)).appendingPathComponent(model)
             let path = folder.appendingPathComponent(file).path
             guard FileManager.default.fileExists(atPath: path) else {
-                throw StageError("model \(model) is not installed (\(path) not found): run `streamlens models fetch \(model)` (Models/catalogue.json lists where it comes from)")
+                throw StageError("model \(model) is not installed (\(path) not found): run `streamlens models fetch \(model)` (Models/model-catalogue.json lists where it comes from)")
             }
             return path
         }

@@ -66,7 +66,7 @@ func trainStyleCommand(_ args: [String]) -> Int32 {
 }
 
 /// `streamlens models list | fetch NAME…|all [--from DIR|URL] | verify [NAME…] | path [NAME]`:
-/// third-party model files from the catalogue (Models/catalogue.json), downloaded, checked
+/// third-party model files from the catalogue (Models/model-catalogue.json), downloaded, checked
 /// against their sha256 and installed into the model store (`ModelStore`). The work is
 /// tools/models.py (Python's standard library only, so set-up can run it before anything is
 /// built); arguments, output and exit code pass through.

@@ -30,7 +30,7 @@ let usage = """
                         (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`)
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
-      models    third-party model files (Models/catalogue.json): list them, fetch and verify
+      models    third-party model files (Models/model-catalogue.json): list them, fetch and verify
                 them (sha256) into the model store, $STREAMLENS_MODELS or
                 ~/.local/share/streamlens/models; --from or $STREAMLENS_MODEL_MIRROR: a mirror
 

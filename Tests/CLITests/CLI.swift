@@ -18,7 +18,7 @@ struct CLI {
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// A file of a catalogue model (Models/catalogue.json) where `streamlens models fetch`
+    /// A file of a catalogue model (Models/model-catalogue.json) where `streamlens models fetch`
     /// installs it: the model store of this environment (ModelStore), as the spawned CLI sees it.
     static func installedModel(_ model: String, _ file: String) -> String {
         URL(fileURLWithPath: ModelStore.directory()).appendingPathComponent(model).appendingPathComponent(file).path

@@ -217,7 +217,7 @@ import Testing
             let text = try String(contentsOf: CLI.packageRoot.appendingPathComponent("Models/\(name)"), encoding: .utf8)
             for match in text.matches(of: /"(catalogue:[^"]+)"/) {
                 references += 1
-                #expect(files.contains(String(match.1)), "\(name): \(match.1) is not in Models/catalogue.json")
+                #expect(files.contains(String(match.1)), "\(name): \(match.1) is not in Models/model-catalogue.json")
             }
         }
         #expect(references == 6)

@@ -36,7 +36,7 @@ import Testing
         let reference = try #require(try ModelStore.Reference("catalogue:demo/model.onnx"))
         #expect(try reference.installedPath(environment: environment) == store.appendingPathComponent("demo/model.onnx").path)
         let missing = try #require(try ModelStore.Reference("catalogue:other/model.onnx"))
-        #expect(throws: StageError("model other is not installed (\(store.path)/other/model.onnx not found): run `streamlens models fetch other` (Models/catalogue.json lists where it comes from)")) {
+        #expect(throws: StageError("model other is not installed (\(store.path)/other/model.onnx not found): run `streamlens models fetch other` (Models/model-catalogue.json lists where it comes from)")) {
             try missing.installedPath(environment: environment)
         }
     }
@@ -47,7 +47,7 @@ import Testing
              "input": {"width": 64, "height": 48, "color_order": "RGB", "value_range": [0, 1], "layout": "NCHW"},
              "decoder": {"name": "image", "parameters": {}}, "licence": "test"}
             """
-        #expect(throws: StageError("model manifest ff.json: catalogue:../ff.onnx is not a catalogue reference: write catalogue:NAME/FILE (a model of Models/catalogue.json and one of its files)")) {
+        #expect(throws: StageError("model manifest ff.json: catalogue:../ff.onnx is not a catalogue reference: write catalogue:NAME/FILE (a model of Models/model-catalogue.json and one of its files)")) {
             try ModelManifest.decode(Data(text.utf8), origin: "ff.json")
         }
     }

@@ -4,7 +4,7 @@ import StreamLensInference
 import Testing
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-/// MediaPipe's short-range detector, installed by set-up into the model store (Models/catalogue.json).
+/// MediaPipe's short-range detector, installed by set-up into the model store (Models/model-catalogue.json).
 let shortRange = try! ModelStore.Reference("catalogue:mediapipe-face-detection/face_detection_short_range.tflite")!.installedPath()
 
 /// Decodes an image file to packed RGB with GStreamer's own tools (a real decoder, no mock).

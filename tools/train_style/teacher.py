@@ -63,7 +63,7 @@ class Teacher:
             if not os.path.isfile(os.path.join(folder, f)):
                 raise SystemExit(f"train-style: the teacher network {os.path.join(folder, f)} is missing: "
                                  "install Magenta's networks with `streamlens models fetch magenta` "
-                                 "(Models/catalogue.json lists them), or pass --teacher DIR")
+                                 "(Models/model-catalogue.json lists them), or pass --teacher DIR")
         core = ov.Core()
         # f32: the teacher's output is the training target; bf16 would add its rounding to it.
         cfg = {"INFERENCE_PRECISION_HINT": "f32"}
