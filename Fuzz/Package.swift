@@ -9,7 +9,8 @@
 import PackageDescription
 
 /// The fuzz targets: `fuzz-<name>` in Sources/fuzz-<name>, corpus in corpus/<name>.
-let targets = ["pipeline-spec", "property-value", "model-manifest", "manifest-fields", "control-command"]
+let targets = ["pipeline-spec", "property-value", "model-manifest", "manifest-fields", "control-command", "http-response",
+               "inference-response"]
 
 let package = Package(
     name: "StreamLensFuzz",

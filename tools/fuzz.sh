@@ -9,6 +9,10 @@
 #   manifest-fields  the same, structure-aware: the bytes are edits (key, edge value) of the
 #                    shipped manifests' JSON, so every key gets extreme values
 #   control-command  control-channel lines (ControlCommand.parse)
+#   http-response    what an inference server sends back: HTTP/1.1 answers in pieces
+#                    (HTTPResponseReader: lengths, chunks, limits)
+#   inference-response  the body of an inference answer: JSON header + binary tensors
+#                    (InferenceResponseDecoder: header length, shapes, block sizes)
 #   coreml-import    .mlmodel files through `streamlens import`'s loading and checks
 #                    (tools/coreml_import.py, fuzzed with atheris)
 #
@@ -28,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-pipeline-spec property-value model-manifest manifest-fields control-command coreml-import}
+TARGETS=${FUZZ_TARGETS:-pipeline-spec property-value model-manifest manifest-fields control-command http-response inference-response coreml-import}
 OUT=$ROOT/out/fuzz
 SWIFT=${SWIFT:-swift}
 PY=${PYTHON:-python3}
@@ -44,7 +48,7 @@ swift_targets=() python_target=false
 for t in $TARGETS; do
   case $t in
     coreml-import) python_target=true ;;
-    pipeline-spec|property-value|model-manifest|manifest-fields|control-command) swift_targets+=("$t") ;;
+    pipeline-spec|property-value|model-manifest|manifest-fields|control-command|http-response|inference-response) swift_targets+=("$t") ;;
     *) say "unknown target $t"; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,31 +12,21 @@ import Synchronization
 // to a loopback Triton took 15 ms at the median where the same request on a kept-alive socket
 // took 7 ms, and NVIDIA's own tritonclient 6.9 ms (measured here, release builds) — more than
 // the 2 ms a request the protocol may add. HTTP/1.1 with Content-Length bodies is all the
-// protocol needs; chunked answers are read too.
+// protocol needs; chunked answers are read too (HTTPResponseReader, in StreamLensCore).
 
-/// A failed exchange. `transient`: worth trying again (the connection failed or was lost, or
-/// no answer came in time), as opposed to an answer the server meant.
-struct HTTPFailure: Error {
-    var message: String
-    var transient: Bool
-}
-
-struct HTTPResponse {
-    var status: Int
-    /// Header names in lower case.
-    var headers: [String: String]
-    var body: Data
-    var keepAlive: Bool
-}
-
-/// One TCP connection to `host:port`.
+/// One TCP connection to `host:port`. Answers are read by `HTTPResponseReader` (StreamLensCore),
+/// which checks every length the server gives; this reads and writes the socket under one
+/// deadline for the whole exchange, so a server that trickles its answer a byte at a time costs
+/// at most the request's timeout.
 ///
 /// @unchecked Sendable: used by one request at a time; between requests it rests in
 /// `HTTPClient`'s pool, handed over under its lock.
 final class HTTPConnection: @unchecked Sendable {
     private let fd: Int32
-    /// Bytes read past the end of the last answer (none with well-behaved servers).
-    private var pending = Data()
+    private var reader = HTTPResponseReader()
+    /// Bytes received for the exchange in progress (a kept-alive connection the server closed
+    /// fails before the first).
+    private(set) var receivedAny = false
 
     init(host: String, port: Int, timeout: Double) throws {
         var hints = addrinfo()
@@ -43,7 +34,7 @@ final class HTTPConnection: @unchecked Sendable {
         var found: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &found)
         guard status == 0, let first = found else {
-            throw HTTPFailure(message: "host \(host) not found (\(String(cString: gai_strerror(status))))", transient: true)
+            throw WireError("host \(host) not found (\(String(cString: gai_strerror(status))))", transient: true)
         }
         defer { freeaddrinfo(found) }
         var lastError: Int32 = 0
@@ -52,6 +43,7 @@ final class HTTPConnection: @unchecked Sendable {
         while let a = address, connected < 0 {
             let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
             if fd >= 0 {
+                // Bounds connect(); reads and writes wait in poll() for the exchange's deadline.
                 Self.setTimeout(fd, timeout)
                 if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 {
                     connected = fd
@@ -64,7 +56,7 @@ final class HTTPConnection: @unchecked Sendable {
             }
             address = a.pointee.ai_next
         }
-        guard connected >= 0 else { throw HTTPFailure(message: Self.describe(lastError), transient: true) }
+        guard connected >= 0 else { throw WireError(Self.describe(lastError), transient: true) }
         var one: Int32 = 1
         setsockopt(connected, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         fd = connected
@@ -88,102 +80,62 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// One request and its answer.
-    func exchange(method: String, path: String, host: String, headers: [(String, String)], body: Data) throws -> HTTPResponse {
+    /// One request and its answer, all of it within `timeout` seconds.
+    func exchange(method: String, path: String, host: String, headers: [(String, String)], body: Data, timeout: Double) throws -> HTTPResponse {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
+        receivedAny = false
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\n\r\n"
-        try write(Data(head.utf8))
-        if !body.isEmpty { try write(body) }
-        return try readResponse()
+        try write(Data(head.utf8), deadline: deadline, timeout: timeout)
+        if !body.isEmpty { try write(body, deadline: deadline, timeout: timeout) }
+        return try reader.read { [self] in try receive(deadline: deadline, timeout: timeout) }
     }
 
-    private func write(_ data: Data) throws {
+    /// Waits until the socket is ready for `events` or the deadline passes.
+    private func wait(_ events: Int16, deadline: UInt64, timeout: Double) throws {
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { throw WireError("no answer within \(Self.seconds(timeout))", transient: true) }
+            var p = pollfd(fd: fd, events: events, revents: 0)
+            let milliseconds = Int32(min(Double(Int32.max), ceil(Double(deadline - now) / 1e6)))
+            let ready = poll(&p, 1, milliseconds)
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { throw WireError(Self.describe(errno), transient: true) }
+        }
+    }
+
+    private static func seconds(_ t: Double) -> String { t == t.rounded() ? "\(Int(t)) s" : "\(t) s" }
+
+    private func write(_ data: Data, deadline: UInt64, timeout: Double) throws {
         try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
             var offset = 0
             while offset < bytes.count {
-                let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                try wait(Int16(POLLOUT), deadline: deadline, timeout: timeout)
+                let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
                 if n < 0 {
-                    if errno == EINTR { continue }
-                    throw HTTPFailure(message: Self.describe(errno), transient: true)
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    throw WireError(Self.describe(errno), transient: true)
                 }
                 offset += n
             }
         }
     }
 
-    /// More bytes into `pending`; false at end of stream.
-    private func fill() throws -> Bool {
+    /// What the socket has (at most 256 KB), nil once the server closed it.
+    private func receive(deadline: UInt64, timeout: Double) throws -> Data? {
         var chunk = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            try wait(Int16(POLLIN), deadline: deadline, timeout: timeout)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n > 0 {
-                pending.append(contentsOf: chunk[0..<n])
-                return true
+                receivedAny = true
+                return Data(chunk[0..<n])
             }
-            if n == 0 { return false }
-            if errno == EINTR { continue }
-            throw HTTPFailure(message: Self.describe(errno), transient: true)
+            if n == 0 { return nil }
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw WireError(Self.describe(errno), transient: true)
         }
-    }
-
-    private func take(_ count: Int) throws -> Data {
-        while pending.count < count {
-            guard try fill() else { throw HTTPFailure(message: "connection lost", transient: true) }
-        }
-        let out = pending.prefix(count)
-        pending = pending.dropFirst(count)
-        return Data(out)
-    }
-
-    private func line() throws -> String {
-        let crlf = Data("\r\n".utf8)
-        while true {
-            if let r = pending.range(of: crlf) {
-                let text = String(decoding: pending[pending.startIndex..<r.lowerBound], as: UTF8.self)
-                pending = pending[r.upperBound...]
-                return text
-            }
-            guard try fill() else { throw HTTPFailure(message: "connection lost", transient: true) }
-        }
-    }
-
-    private func readResponse() throws -> HTTPResponse {
-        let statusLine = try line()
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let status = Int(parts[1]) else {
-            throw HTTPFailure(message: "not an HTTP answer (\(statusLine.prefix(60)))", transient: false)
-        }
-        var headers: [String: String] = [:]
-        while true {
-            let text = try line()
-            if text.isEmpty { break }
-            guard let colon = text.firstIndex(of: ":") else { continue }
-            headers[text[..<colon].lowercased()] = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        var keepAlive = headers["connection"]?.lowercased() != "close" && parts[0] != "HTTP/1.0"
-        let body: Data
-        if headers["transfer-encoding"]?.lowercased().contains("chunked") == true {
-            var data = Data()
-            while true {
-                let size = Int(try line().split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16) ?? 0
-                if size == 0 {
-                    while try !line().isEmpty {} // trailers
-                    break
-                }
-                data.append(try take(size))
-                _ = try line()
-            }
-            body = data
-        } else if let length = headers["content-length"].flatMap({ Int($0) }) {
-            body = try take(length)
-        } else {
-            while try fill() {}
-            body = pending
-            pending = Data()
-            keepAlive = false
-        }
-        return HTTPResponse(status: status, headers: headers, body: body, keepAlive: keepAlive)
     }
 }
 
@@ -200,17 +152,21 @@ final class HTTPClient: Sendable {
     }
 
     /// One exchange on an idle connection (or a new one). A kept-alive connection the server
-    /// closed meanwhile fails at once: that one is tried again on a new connection.
+    /// closed meanwhile fails before any byte of an answer: that one is tried again on a new
+    /// connection. Any other failure is the request's.
     func exchange(method: String, path: String, headers: [(String, String)] = [], body: Data = Data()) throws -> HTTPResponse {
         let hostHeader = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         if let reused = idle.withLock({ $0.popLast() }) {
-            if let response = try? reused.exchange(method: method, path: path, host: hostHeader, headers: headers, body: body) {
+            do {
+                let response = try reused.exchange(method: method, path: path, host: hostHeader, headers: headers, body: body, timeout: timeout)
                 if response.keepAlive { idle.withLock { $0.append(reused) } }
                 return response
+            } catch let error as WireError where error.transient && !reused.receivedAny {
+                // closed while idle: a new connection below
             }
         }
         let connection = try HTTPConnection(host: host, port: port, timeout: timeout)
-        let response = try connection.exchange(method: method, path: path, host: hostHeader, headers: headers, body: body)
+        let response = try connection.exchange(method: method, path: path, host: hostHeader, headers: headers, body: body, timeout: timeout)
         if response.keepAlive { idle.withLock { $0.append(connection) } }
         return response
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 import Synchronization
 
 // A client of the Open Inference Protocol (KServe v2), HTTP/REST with the binary tensor data
@@ -141,8 +142,10 @@ public final class OpenInferenceClient: Sendable {
         do {
             let response = try http.exchange(method: "GET", path: path)
             return (response.status, response.body)
-        } catch let failure as HTTPFailure {
+        } catch let failure as WireError where failure.transient {
             throw InferenceError("\(address.server.absoluteString) cannot be reached: \(failure.message); is the inference server running? (server=)")
+        } catch let failure as WireError {
+            throw InferenceError("\(address.server.absoluteString) answered \(path) with a malformed answer: \(failure.message)")
         }
     }
 
@@ -175,12 +178,12 @@ public final class OpenInferenceClient: Sendable {
         queue.async { [self] in
             // One loop for both kinds of transient failure: lost on the way, or 502/503/504.
             var attempt = 0
-            var outcome: Result<HTTPResponse, HTTPFailure>
+            var outcome: Result<HTTPResponse, WireError>
             while true {
                 do {
                     outcome = .success(try http.exchange(method: "POST", path: path, headers: headers, body: body))
                 } catch {
-                    outcome = .failure((error as? HTTPFailure) ?? HTTPFailure(message: "\(error)", transient: false))
+                    outcome = .failure((error as? WireError) ?? WireError("\(error)"))
                 }
                 let transient: Bool
                 switch outcome {
@@ -192,14 +195,16 @@ public final class OpenInferenceClient: Sendable {
                 usleep(useconds_t(50_000 << (attempt - 1)))
             }
             switch outcome {
-            case .failure(let failure):
+            case .failure(let failure) where failure.transient:
                 pending.finish(.failure(InferenceError("\(address.server.absoluteString) cannot be reached: \(failure.message)\(attempt > 0 ? " (\(attempt + 1) tries)" : "")")),
                                bytesReceived: 0)
+            case .failure(let failure):
+                pending.finish(.failure(InferenceError("\(address.description) sent a malformed answer: \(failure.message)")), bytesReceived: 0)
             case .success(let response) where response.status != 200:
                 pending.finish(.failure(InferenceError("\(address.description) answered HTTP \(response.status)\(Self.serverError(response.body).map { ": \($0)" } ?? "")")),
                                bytesReceived: response.body.count)
             case .success(let response):
-                let headerLength = response.headers["inference-header-content-length"].flatMap { Int($0) }
+                let headerLength = response.headers["inference-header-content-length"]
                 pending.finish(Result { try Self.decodeResponse(response.body, headerLength: headerLength) }.mapError {
                     ($0 as? InferenceError).map { InferenceError("\(address.description): \($0.message)") } ?? InferenceError("\($0)")
                 }, bytesReceived: response.body.count)
@@ -208,49 +213,18 @@ public final class OpenInferenceClient: Sendable {
         return pending
     }
 
-    private struct Response: Decodable {
-        struct Output: Decodable {
-            struct Parameters: Decodable { var binary_data_size: Int? }
-            var name: String
-            var datatype: String
-            var shape: [Int]
-            var parameters: Parameters?
-            var data: [Float]?
-        }
-        var outputs: [Output]
-    }
-
-    /// The JSON header and the binary blocks after it, in the order the header lists them.
-    static func decodeResponse(_ body: Data, headerLength: Int?) throws -> [TensorData] {
-        let jsonEnd = headerLength ?? body.count
-        guard jsonEnd <= body.count else { throw InferenceError("the answer is shorter than its Inference-Header-Content-Length") }
-        let response: Response
+    /// The answer's tensors (InferenceResponseDecoder, in StreamLensCore, checks every length
+    /// and shape the server gives); `headerLength`: its Inference-Header-Content-Length.
+    static func decodeResponse(_ body: Data, headerLength: String?) throws -> [TensorData] {
         do {
-            response = try JSONDecoder().decode(Response.self, from: body.prefix(jsonEnd))
-        } catch {
-            throw InferenceError("the answer is not an inference response (\(String(decoding: body.prefix(min(jsonEnd, 200)), as: UTF8.self)))")
-        }
-        var offset = body.startIndex + jsonEnd
-        return try response.outputs.map { output in
-            let count = output.shape.reduce(1, *)
-            guard output.datatype == "FP32" else { throw InferenceError("output \(output.name) is \(output.datatype); StreamLens decodes FP32") }
-            if let size = output.parameters?.binary_data_size {
-                guard size == count * 4, offset + size <= body.endIndex else {
-                    throw InferenceError("output \(output.name): \(size) bytes for shape \(output.shape)")
-                }
-                var values = [Float](repeating: 0, count: count)
-                values.withUnsafeMutableBytes { _ = body.copyBytes(to: $0, from: offset..<(offset + size)) }
-                offset += size
-                return TensorData(name: output.name, shape: output.shape, values: values)
+            return try InferenceResponseDecoder.decode(body, headerLength: headerLength).map {
+                TensorData(name: $0.name, shape: $0.shape, values: $0.values)
             }
-            guard let data = output.data, data.count == count else { throw InferenceError("output \(output.name) has no data") }
-            return TensorData(name: output.name, shape: output.shape, values: data)
+        } catch let error as WireError {
+            throw InferenceError(error.message)
         }
     }
 
     /// The protocol's error body: {"error": "..."}.
-    static func serverError(_ body: Data) -> String? {
-        struct Failure: Decodable { var error: String }
-        return (try? JSONDecoder().decode(Failure.self, from: body))?.error
-    }
+    static func serverError(_ body: Data) -> String? { InferenceResponseDecoder.serverError(body) }
 }

@@ -28,6 +28,8 @@ public enum FuzzEntryPoints {
         ("model-manifest", modelManifest),
         ("manifest-fields", manifestFields),
         ("control-command", controlCommand),
+        ("http-response", httpResponse),
+        ("inference-response", inferenceResponse),
     ]
 
     /// One libFuzzer input through the target `name`: what every harness's
@@ -328,6 +330,72 @@ public enum FuzzEntryPoints {
                 break
             }
         }
+    }
+
+    // MARK: http-response
+
+    /// The bytes as what an inference server sends on a kept-alive connection, handed to the
+    /// reader in pieces whose sizes come from the input's first byte (1…256), answers read until
+    /// the stream ends or one is refused. Promises: a refusal is a WireError with a message;
+    /// every answer's body is within the limit, and exactly its Content-Length when it has one.
+    public static func httpResponse(_ data: Data) throws {
+        guard let first = data.first else { return }
+        let step = Int(first) + 1
+        let bytes = [UInt8](data.dropFirst())
+        var offset = 0
+        var limits = HTTPResponseReader.Limits()
+        limits.bodyBytes = 1 << 16 // small, so the limit is reached within a fuzz input
+        limits.lineBytes = 512
+        var reader = HTTPResponseReader(limits: limits)
+        let source: HTTPResponseReader.Source = {
+            guard offset < bytes.count else { return nil }
+            let end = min(bytes.count, offset + step)
+            defer { offset = end }
+            return Data(bytes[offset..<end])
+        }
+        for _ in 0..<64 {
+            let response: HTTPResponse
+            do {
+                response = try reader.read(from: source)
+            } catch let error as WireError {
+                guard !error.message.isEmpty else { throw FuzzFinding("an empty WireError") }
+                return
+            } catch {
+                throw FuzzFinding("HTTPResponseReader threw \(type(of: error)), not a WireError: \(error)")
+            }
+            guard response.body.count <= limits.bodyBytes else { throw FuzzFinding("a body of \(response.body.count) bytes passed the limit") }
+            if let length = response.headers["content-length"], response.headers["transfer-encoding"] == nil,
+               !(100..<200).contains(response.status), response.status != 204, response.status != 304,
+               Int(length) != response.body.count {
+                throw FuzzFinding("Content-Length \(length) but a body of \(response.body.count) bytes")
+            }
+        }
+    }
+
+    // MARK: inference-response
+
+    /// The bytes as the body of an answer to POST …/infer: the first line is the
+    /// Inference-Header-Content-Length header's value (none when the line is empty), the rest
+    /// the body. Promises: a refusal is a WireError; every tensor's values match its shape.
+    public static func inferenceResponse(_ data: Data) throws {
+        let end = data.firstIndex(of: 0x0A) ?? data.endIndex
+        let header = String(decoding: data[data.startIndex..<end], as: UTF8.self)
+        let body = end < data.endIndex ? Data(data[data.index(after: end)...]) : Data()
+        let tensors: [WireTensor]
+        do {
+            tensors = try InferenceResponseDecoder.decode(body, headerLength: header.isEmpty ? nil : header)
+        } catch let error as WireError {
+            guard !error.message.isEmpty else { throw FuzzFinding("an empty WireError") }
+            return
+        } catch {
+            throw FuzzFinding("InferenceResponseDecoder threw \(type(of: error)), not a WireError: \(error)")
+        }
+        for t in tensors {
+            guard t.shape.allSatisfy({ $0 >= 0 }), t.shape.reduce(1, *) == t.values.count else {
+                throw FuzzFinding("tensor \(t.name): \(t.values.count) values for shape \(t.shape)")
+            }
+        }
+        _ = InferenceResponseDecoder.serverError(body)
     }
 
     // MARK: helpers
