@@ -6,10 +6,20 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
+
+# Removes what set-up put outside the checkout for the whole machine (OpenVINO's C API in
+# /usr/local/lib/streamlens, its pkg-config file, the dynamic linker's entry) and lists what it
+# leaves (Debian packages, your model store and caches) with the commands that remove them.
+uninstall:
+	@tools/uninstall.sh
+
+# The checkout's own downloaded dependencies (wheels, Python environments): set-up makes them again.
+clean-deps:
+	rm -rf .deps
 
 build: setup
 	$(SWIFT) build -c release
