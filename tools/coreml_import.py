@@ -807,6 +807,13 @@ def main(argv=None):
                                            "the manifest goes beside it with .json")
     ap.add_argument("--name", help="the manifest's name (default: the output's or the model's file name)")
     args = ap.parse_args(argv)
+    # The name becomes a file name beside the model when -o is not given: one plain name, so it
+    # cannot write outside that folder (--name ../x).
+    if args.name is not None and (not args.name or args.name in (".", "..") or "/" in args.name or "\\" in args.name
+                                  or "\0" in args.name):
+        sys.stderr.write(f"streamlens import: --name {args.name!r} must be a plain name (no folders): "
+                         "give the folder with -o\n")
+        return 2
 
     try:
         spec, data = load_spec(args.model)

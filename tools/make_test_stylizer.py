@@ -2,7 +2,7 @@
 """A test fixture for the feed-forward stylize path: a small random-weight image-to-image ONNX
 network with its StreamLens manifest, and a NumPy reference of the same network.
 
-    make_test_stylizer.py --layout NCHW|NHWC --range 255|1 --out DIR [--seed N]
+    make_test_stylizer.py --layout NCHW|NHWC --range 255|1 --out DIR [--seed N] [--output-type T]
         writes DIR/stylizer.onnx and DIR/stylizer.json
     make_test_stylizer.py --layout L --range R --out DIR --reference IN.rgb WIDTH HEIGHT OUT.rgb
         runs the network in DIR/stylizer.onnx on a packed RGB8 frame with NumPy and writes the
@@ -13,7 +13,9 @@ output are RGB in [0, range] in the given layout, batch 1, height and width free
 keeps the size). The input is divided by the range first, so both ranges give the same image.
 The weights are random (seeded), then rescaled so that on a calibration pattern the values
 entering the sigmoid have mean 0 and standard deviation 1 per channel: the output follows the
-picture and is not saturated.
+picture and is not saturated. --output-type float16|uint8 casts the output to that element
+type at the end (uint8 rounds, and needs --range 255), as some exported models do: StreamLens
+must read it as the same picture.
 
 Reference conventions: input value = u8 / 255 * range; output u8 = clip(floor(v * 255 / range
 + 0.5), 0, 255). Needs numpy and onnx (tools/setup.sh puts them in .deps/python).
@@ -84,7 +86,7 @@ def make_weights(seed):
     return {k: v.astype(np.float32) for k, v in p.items()}
 
 
-def build_onnx(params, layout, value_range):
+def build_onnx(params, layout, value_range, output_type="float"):
     nodes, inits = [], []
 
     def const(name, value):
@@ -107,14 +109,21 @@ def build_onnx(params, layout, value_range):
                          kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Sigmoid", ["conv2"], ["sigmoid"]),
     ]
+    last = "output" if output_type == "float" else "scaled"
     if layout == "NCHW":
-        nodes.append(helper.make_node("Mul", ["sigmoid", const("range", value_range)], ["output"]))
+        nodes.append(helper.make_node("Mul", ["sigmoid", const("range", value_range)], [last]))
     else:
         nodes.append(helper.make_node("Mul", ["sigmoid", const("range", value_range)], ["output_nchw"]))
-        nodes.append(helper.make_node("Transpose", ["output_nchw"], ["output"], perm=[0, 2, 3, 1]))
+        nodes.append(helper.make_node("Transpose", ["output_nchw"], [last], perm=[0, 2, 3, 1]))
+    element = {"float": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "uint8": TensorProto.UINT8}[output_type]
+    if output_type == "uint8":  # Cast truncates: + 0.5 makes it round, as the reference does
+        nodes.append(helper.make_node("Add", [last, const("half", 0.5)], ["rounded"]))
+        nodes.append(helper.make_node("Cast", ["rounded"], ["output"], to=element))
+    elif output_type == "float16":
+        nodes.append(helper.make_node("Cast", [last], ["output"], to=element))
     graph = helper.make_graph(nodes, "streamlens-test-stylizer",
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("output", element, shape)],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
                               producer_name="tools/make_test_stylizer.py")
@@ -174,6 +183,8 @@ def main(argv=None):
     ap.add_argument("--range", choices=["255", "1"], required=True, dest="value_range")
     ap.add_argument("--out", required=True, help="the directory for stylizer.onnx and stylizer.json")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output-type", choices=["float", "float16", "uint8"], default="float",
+                    help="the output's element type (default float)")
     ap.add_argument("--width", type=int, default=64, help="the manifest's input width (default 64)")
     ap.add_argument("--height", type=int, default=48, help="the manifest's input height (default 48)")
     ap.add_argument("--reference", nargs=4, metavar=("IN.rgb", "WIDTH", "HEIGHT", "OUT.rgb"),
@@ -184,8 +195,10 @@ def main(argv=None):
         in_path, w, h, out_path = args.reference
         reference(args.out, args.layout, value_range, in_path, int(w), int(h), out_path)
         return 0
+    if args.output_type == "uint8" and value_range != 255:
+        ap.error("--output-type uint8 needs --range 255")
     os.makedirs(args.out, exist_ok=True)
-    model = build_onnx(make_weights(args.seed), args.layout, value_range)
+    model = build_onnx(make_weights(args.seed), args.layout, value_range, args.output_type)
     onnx.save(model, os.path.join(args.out, "stylizer.onnx"))
     with open(os.path.join(args.out, "stylizer.json"), "w") as f:
         json.dump(manifest(args.layout, value_range, args.seed, args.width, args.height), f, indent=2)

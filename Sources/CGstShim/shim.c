@@ -67,20 +67,36 @@ guint sl_object_property_flags(gpointer object, const char *name) {
     if (!spec) return 0;
     guint flags = SL_PROPERTY_EXISTS;
     if ((spec->flags & G_PARAM_WRITABLE) && !(spec->flags & G_PARAM_CONSTRUCT_ONLY)) flags |= SL_PROPERTY_WRITABLE;
-    if (spec->flags & GST_PARAM_MUTABLE_PLAYING) flags |= SL_PROPERTY_MUTABLE_PLAYING;
+    // Changeable while playing: marked so, or controllable (a GstController may drive it while
+    // playing, e.g. videobalance's saturation).
+    if (spec->flags & (GST_PARAM_MUTABLE_PLAYING | GST_PARAM_CONTROLLABLE)) flags |= SL_PROPERTY_MUTABLE_PLAYING;
     return flags;
 }
 
-gboolean sl_object_set_checked(gpointer object, const char *name, const char *value) {
+// `value` as the property's type, in its range; FALSE (and `v` unset) when it is neither.
+static gboolean sl_property_value(gpointer object, const char *name, const char *value, GValue *v) {
     GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
     if (!spec) return FALSE;
-    GValue v = G_VALUE_INIT;
-    g_value_init(&v, spec->value_type);
-    gboolean ok = gst_value_deserialize_with_pspec(&v, value, spec);
-    if (ok) ok = !g_param_value_validate(spec, &v); // TRUE from validate means it had to clamp
-    if (ok) g_object_set_property(G_OBJECT(object), name, &v);
-    g_value_unset(&v);
+    g_value_init(v, spec->value_type);
+    gboolean ok = gst_value_deserialize_with_pspec(v, value, spec);
+    if (ok) ok = !g_param_value_validate(spec, v); // TRUE from validate means it had to clamp
+    if (!ok) g_value_unset(v);
     return ok;
+}
+
+gboolean sl_object_value_valid(gpointer object, const char *name, const char *value) {
+    GValue v = G_VALUE_INIT;
+    if (!sl_property_value(object, name, value, &v)) return FALSE;
+    g_value_unset(&v);
+    return TRUE;
+}
+
+gboolean sl_object_set_checked(gpointer object, const char *name, const char *value) {
+    GValue v = G_VALUE_INIT;
+    if (!sl_property_value(object, name, value, &v)) return FALSE;
+    g_object_set_property(G_OBJECT(object), name, &v);
+    g_value_unset(&v);
+    return TRUE;
 }
 
 char *sl_object_get_as_string(gpointer object, const char *name) {
@@ -806,6 +822,27 @@ void sl_stage_post_error(GstElement *stage, const char *message, const char *deb
     GError *error = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, message);
     gst_element_post_message(stage, gst_message_new_error(GST_OBJECT(stage), error, debug));
     g_error_free(error);
+}
+
+gboolean sl_buffer_needed_size(GstBuffer *buffer, GstCaps *caps, gsize *needed) {
+    *needed = 0;
+    GstVideoInfo info;
+    if (!caps || !gst_video_info_from_caps(&info, caps)) return FALSE;
+    GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+    if (!meta) {
+        *needed = GST_VIDEO_INFO_SIZE(&info);
+        return TRUE;
+    }
+    guint heights[GST_VIDEO_MAX_PLANES] = {0};
+    if (!gst_video_meta_get_plane_height(meta, heights)) {
+        *needed = GST_VIDEO_INFO_SIZE(&info);
+        return TRUE;
+    }
+    for (guint i = 0; i < meta->n_planes && i < GST_VIDEO_MAX_PLANES; i++) {
+        gsize end = meta->offset[i] + (gsize)(meta->stride[i] > 0 ? meta->stride[i] : 0) * heights[i];
+        if (end > *needed) *needed = end;
+    }
+    return TRUE;
 }
 
 void sl_stage_post_warning(GstElement *stage, const char *message) {

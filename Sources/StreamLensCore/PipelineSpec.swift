@@ -63,17 +63,40 @@ public struct PipelineSpec: Sendable, Equatable {
         return names
     }
 
+    /// Environment variables that fill `${NAME}`: `STREAMLENS_VAR_NAME`, never plain `NAME` — an
+    /// ambient `PORT` or `ADDRESS` in the user's shell must not move where a server listens.
+    public static let environmentPrefix = "STREAMLENS_VAR_"
+
+    /// Where each variable the text uses gets its value: the command line (`NAME=value`), the
+    /// environment (`STREAMLENS_VAR_NAME`), the spec's own default, or nowhere (nil value).
+    public func sources(variables: [String: String] = [:], environment: [String: String] = [:]) -> [(name: String, value: String?, from: String)] {
+        var seen: Set<String> = []
+        var result: [(String, String?, String)] = []
+        for reference in (try? Self.references(in: text)) ?? [] where seen.insert(reference.name).inserted {
+            if let v = variables[reference.name] {
+                result.append((reference.name, v, "command line"))
+            } else if let v = environment[Self.environmentPrefix + reference.name] {
+                result.append((reference.name, v, Self.environmentPrefix + reference.name))
+            } else if let v = reference.defaultValue {
+                result.append((reference.name, v, "default"))
+            } else {
+                result.append((reference.name, nil, "unset"))
+            }
+        }
+        return result
+    }
+
     /// The text with every `${…}` replaced. `variables` (from the command line) win over
-    /// `environment`, which wins over the default in `${NAME:-default}`.
+    /// `STREAMLENS_VAR_NAME` in `environment`, which wins over the default in `${NAME:-default}`.
     public func expanded(variables: [String: String] = [:], environment: [String: String] = [:]) throws -> String {
         var out = ""
         var cursor = text.startIndex
         for reference in try Self.references(in: text) {
             out += text[cursor..<reference.range.lowerBound]
-            if let value = variables[reference.name] ?? environment[reference.name] ?? reference.defaultValue {
+            if let value = variables[reference.name] ?? environment[Self.environmentPrefix + reference.name] ?? reference.defaultValue {
                 out += value
             } else {
-                throw SpecError("variable \(reference.name) is not set: pass \(reference.name)=value after the spec" +
+                throw SpecError("variable \(reference.name) is not set: pass \(reference.name)=value after the spec (or set \(Self.environmentPrefix)\(reference.name))" +
                                 (origin == "command line" ? "" : " (used in \(origin))"))
             }
             cursor = reference.range.upperBound

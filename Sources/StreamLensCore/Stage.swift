@@ -68,8 +68,13 @@ extension Stage {
 public enum FrameOutcome: Equatable, Sendable {
     /// Push the frame on (modified in place or not).
     case forward
-    /// Drop this frame; the reason is counted in the stage's statistics.
+    /// Drop this frame on purpose (a filter, a sink stage with nobody to take it): counted in
+    /// the statistics.
     case drop(reason: String)
+    /// This frame could not be processed (inference failed on it, it is malformed): it is
+    /// dropped, the first reason of each kind is said, and a lossless run that lost frames so
+    /// ends with an error.
+    case failed(reason: String)
     /// The stage is still working on this frame (a request in flight): the host holds it, and
     /// the frames after it, until `finishOldest` gives its outcome.
     case pending

@@ -4,9 +4,21 @@ import Foundation
 import StreamLensCore
 import Synchronization
 
-/// Interrupts (SIGINT/SIGTERM) seen since the handler was installed. The handler only counts;
-/// the bus loop acts on the count (first: EOS, second: abort).
+/// Interrupts (SIGINT, SIGTERM, SIGHUP) seen since the handler was installed. The first is the
+/// bus loop's to act on (end-of-stream, so outputs are finalized); the second ends the process
+/// in the handler itself, whatever the rest of the program is waiting for.
 private let interrupts = Atomic<Int>(0)
+
+/// What the handler writes before it ends the process on a second interrupt.
+private let abortMessage: StaticString = "aborted\n"
+
+/// The handler: async-signal-safe (an atomic add, write(2), _exit(2)).
+private func interruptHandler(_ signal: Int32) {
+    if interrupts.add(1, ordering: .relaxed).newValue >= 2 {
+        _ = write(2, abortMessage.utf8Start, abortMessage.utf8CodeUnitCount)
+        _exit(130)
+    }
+}
 
 /// A parsed pipeline that can be run to the end: the host's equivalent of `gst-launch-1.0 -e`.
 public final class Pipeline {
@@ -21,13 +33,18 @@ public final class Pipeline {
         public var startTimeout: Double = 20
         /// Seconds between progress lines when stderr is not a terminal.
         public var progressInterval: Double = 5
-        /// Install SIGINT/SIGTERM handlers (first: EOS and wait, second: abort).
+        /// Install SIGINT/SIGTERM/SIGHUP handlers (first: EOS and wait, second: abort) and ignore
+        /// SIGPIPE.
         public var handleSignals = true
+        /// Seconds end-of-stream may take after the first interrupt before the run stops without it.
+        public var endOfStreamTimeout: Double = 15
         /// After an error, end the stream just downstream of the failed element so files written
         /// so far are finalized, before stopping.
         public var finalizeOnError = true
         /// Read control commands (property changes while playing) from stdin or a Unix socket.
         public var control: ControlSource?
+        /// Who may use the control socket and what it reaches (stages only, by default).
+        public var controlAccess = ControlAccess()
         public init() {}
     }
 
@@ -175,7 +192,7 @@ public final class Pipeline {
         let progress = Progress(interval: options.progressInterval)
         var control: ControlChannel?
         if let source = options.control {
-            let channel = ControlChannel(pipeline: pipeline, echo: !options.quiet)
+            let channel = ControlChannel(pipeline: pipeline, echo: !options.quiet, access: options.controlAccess)
             do {
                 try channel.start(source)
             } catch {
@@ -225,6 +242,7 @@ public final class Pipeline {
         let started = Date()
         var playing = false
         var interruptsHandled = 0
+        var interruptedAt: Date?
         var firstError: String?
         var outcome: Outcome?
 
@@ -232,17 +250,22 @@ public final class Pipeline {
             let seen = interrupts.load(ordering: .relaxed)
             if seen > interruptsHandled {
                 interruptsHandled = seen
-                if seen == 1 {
+                if interruptedAt == nil {
+                    interruptedAt = Date()
                     keys.resume()
                     StageElements.ending.store(true, ordering: .relaxed)
                     progress.clear()
                     log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
                     endStream()
-                } else {
-                    progress.clear()
-                    log("aborted")
-                    return .aborted
                 }
+            }
+            // End-of-stream that does not come (a source that holds it, a stage stuck in its
+            // work) must not keep the run up: stop without it.
+            if let interruptedAt, Date().timeIntervalSince(interruptedAt) > options.endOfStreamTimeout {
+                progress.clear()
+                log("error: end of stream did not come within \(Int(options.endOfStreamTimeout)) s of the interrupt; stopping without it (outputs may be incomplete)")
+                outcome = .aborted
+                break
             }
             // With a watchdog, a source that does not come is its business (retries, then an error).
             if !playing, watchdogs.isEmpty, Date().timeIntervalSince(started) > options.startTimeout {
@@ -284,6 +307,12 @@ public final class Pipeline {
                     progress.clear()
                     log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
                     if lost.fatal { outcome = .failed(lost.text) }
+                }
+                // Lossless means every frame: one a stage had to drop for an error fails the run.
+                if case .finished? = outcome, let lost = framesDroppedForErrors() {
+                    progress.clear()
+                    log("error: \(lost)")
+                    outcome = .failed(lost)
                 }
             case GST_MESSAGE_ERROR:
                 // The user closed the window: the end of the run, not a failure. End the stream
@@ -405,6 +434,16 @@ public final class Pipeline {
         return (false, "\(name): \(arrived) of the input's \(expected) frames arrived (\(String(format: "%.1f", seconds)) s at \(Self.rate(num, den)) fps): the input is cut short or damaged; the output holds the frames that could be read")
     }
 
+    /// "lensdetect0: 3 frames were dropped because of errors (the first: …)" for the lossless
+    /// stages that dropped frames for errors, nil when none did.
+    private func framesDroppedForErrors() -> String? {
+        let lost = stages.compactMap { stage -> String? in
+            guard let dropped = StageElements.worker(of: stage)?.framesDroppedForErrors, dropped.lossless, dropped.count > 0 else { return nil }
+            return "\(objectName(stage)): \(dropped.count) frame\(dropped.count == 1 ? " was" : "s were") dropped because of errors (the first: \(dropped.first ?? "?"))"
+        }
+        return lost.isEmpty ? nil : lost.joined(separator: "; ")
+    }
+
     private static func rate(_ num: gint, _ den: gint) -> String {
         den == 1 ? "\(num)" : String(format: "%.2f", Double(num) / Double(den))
     }
@@ -511,15 +550,18 @@ public final class Pipeline {
         gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
     }
 
+    /// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session dropping) all end the run like
+    /// Ctrl-C; a second one ends the process at once. SIGPIPE is ignored: a reader that went away
+    /// (a control client, `… | head`) makes that write fail, not the run.
     private func installSignalHandlers() {
-        signal(SIGINT) { _ in interrupts.add(1, ordering: .relaxed) }
-        signal(SIGTERM) { _ in interrupts.add(1, ordering: .relaxed) }
+        interrupts.store(0, ordering: .relaxed)
+        for s in [SIGINT, SIGTERM, SIGHUP] { signal(s, interruptHandler) }
+        signal(SIGPIPE, SIG_IGN)
         // A parent may have spawned us with these blocked (the mask survives exec; Foundation's
         // Process does this): unblock them, or Ctrl-C and kill would never arrive.
         var set = sigset_t()
         sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
+        for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, s) }
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 

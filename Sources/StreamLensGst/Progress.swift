@@ -1,6 +1,7 @@
 import CGStreamer
 import CGstShim
 import Foundation
+import StreamLensCore
 
 /// Progress of a finite input on stderr: position/duration, frames, fps, ETA. On a terminal the
 /// line is redrawn in place a few times a second; otherwise one line every `interval` seconds.
@@ -50,6 +51,4 @@ final class Progress {
     }
 }
 
-func writeStderr(_ text: String) {
-    FileHandle.standardError.write(text.data(using: .utf8)!)
-}
+func writeStderr(_ text: String) { writeStandardError(text) }

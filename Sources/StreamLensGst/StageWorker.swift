@@ -82,13 +82,20 @@ final class StageWorker: @unchecked Sendable {
         thread.start()
     }
 
-    /// Called after the inner elements went to READY: pulls and pushes return at once.
+    /// Called after the inner elements went to READY: pulls and pushes return at once, so the
+    /// worker ends within a frame's work. The wait is bounded all the same: a stage stuck in its
+    /// work (a model that never returns) must not hold the pipeline's shutdown. Such a worker is
+    /// left running; it holds its own references, so nothing it uses is freed under it.
     func stop() {
         guard thread != nil else { return }
         stopping.store(true, ordering: .relaxed)
-        finished.wait()
+        if finished.wait(timeout: .now() + Self.stopTimeout) == .timedOut {
+            writeStandardError("warning: \(name): its worker did not stop within \(Int(Self.stopTimeout)) s; leaving it\n")
+        }
         thread = nil
     }
+
+    static let stopTimeout: Double = 10
 
     /// A property changed (any thread): picked up by the worker before the next frame.
     func settingsDidChange() {
@@ -98,6 +105,7 @@ final class StageWorker: @unchecked Sendable {
 
     private func setLive(_ live: Bool) {
         self.live = live
+        liveForHost.store(live, ordering: .relaxed)
         sl_stage_configure_queue(element, live ? 1 : 0)
     }
 
@@ -170,7 +178,16 @@ final class StageWorker: @unchecked Sendable {
                               duration: duration == GstClockTime.max ? nil : UInt64(duration),
                               index: statistics.framesIn - 1, pixels: pixels,
                               ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
-            let outcome = stage.process(frame)
+            // A buffer smaller than its caps say would be read past its end by any stage that
+            // maps it: dropped here, for every stage, with the reason.
+            var needed: gsize = 0
+            let size = gst_buffer_get_size(buffer)
+            let outcome: FrameOutcome
+            if sl_buffer_needed_size(buffer, gst_sample_get_caps(sample), &needed) != 0, size < needed {
+                outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
+            } else {
+                outcome = stage.process(frame)
+            }
             postNotices()
             reportPeriodically()
             // A stage whose cost is only known once it runs (a model) may raise its latency.
@@ -236,10 +253,34 @@ final class StageWorker: @unchecked Sendable {
                 sl_stage_set_downstream_flow(element, flow)
                 downstreamDone = true
             }
+        case .failed(let reason):
+            statistics.addDropped(1)
+            droppedForErrors(reason)
         case .drop, .pending:
             statistics.addDropped(1)
         }
         return true
+    }
+
+    /// Frames a stage dropped (an error on that frame, a frame shorter than its caps), by kind of
+    /// reason (the text with its numbers blanked): the first of each kind is said at once, the
+    /// count in the summary; a lossless run that lost frames so fails (the host reads
+    /// `framesDroppedForErrors` at end of stream).
+    private var dropKinds: Set<String> = []
+    private let droppedCount = Atomic<Int>(0)
+    private let liveForHost = Atomic<Bool>(false)
+    private let firstDropReason = Mutex<String?>(nil)
+    var framesDroppedForErrors: (count: Int, first: String?, lossless: Bool) {
+        (droppedCount.load(ordering: .relaxed), firstDropReason.withLock { $0 }, !liveForHost.load(ordering: .relaxed))
+    }
+
+    private func droppedForErrors(_ reason: String) {
+        droppedCount.add(1, ordering: .relaxed)
+        firstDropReason.withLock { if $0 == nil { $0 = reason } }
+        let kind = String(reason.map { $0.isNumber ? "#" : $0 })
+        if dropKinds.insert(kind).inserted {
+            sl_stage_post_warning(element, "dropped a frame: \(reason)" + (dropKinds.count == 1 ? " (each further reason is said once; the summary counts them)" : ""))
+        }
     }
 
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
@@ -328,7 +369,9 @@ final class StageWorker: @unchecked Sendable {
         var stats = statistics
         stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
         let own = stage.summary.map { ", \($0)" } ?? ""
-        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(own) (\(live ? "live" : "lossless"))")
+        let errors = droppedCount.load(ordering: .relaxed)
+        let lost = errors > 0 ? ", \(errors) of them for errors" : ""
+        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(live ? "live" : "lossless"))")
     }
 
     /// The same figures while running, every `reportInterval` (printed with -v).

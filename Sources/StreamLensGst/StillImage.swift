@@ -10,6 +10,7 @@ public enum StillImage {
     /// Throws a `StageError` naming the file when it is missing or cannot be decoded.
     public static func loadRGB(path: String, width: Int, height: Int) throws -> [UInt8] {
         guard FileManager.default.fileExists(atPath: path) else { throw StageError("image \(path) not found") }
+        try InputFile.check(path, what: "image")
         gst_init(nil, nil)
         let description = "filesrc name=src ! decodebin ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=\(width),height=\(height),pixel-aspect-ratio=1/1 ! appsink name=sink sync=false max-buffers=1"
         var error: UnsafeMutablePointer<GError>?

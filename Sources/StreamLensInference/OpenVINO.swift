@@ -144,6 +144,7 @@ public final class InferenceEngine: @unchecked Sendable {
     public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
                                options: InferenceOptions, resizable: Bool = false) throws -> ImageModel {
         guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
+        if let reason = InputFile.notAFile(path) { throw InferenceError("model file \(path) is \(reason)") }
         guard let colorFormat = frame.colorFormat else {
             throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
         }
@@ -250,6 +251,18 @@ public final class InferenceEngine: @unchecked Sendable {
         try check(ov_preprocess_input_info_get_model_info(inputInfo, &modelInfo), "ov_preprocess_input_info_get_model_info")
         defer { ov_preprocess_input_model_info_free(modelInfo) }
         try withLayout(input.layout) { try check(ov_preprocess_input_model_info_set_layout(modelInfo, $0), "ov_preprocess_input_model_info_set_layout") }
+
+        // Every output handed over as f32, whatever the model computes it in (f16, u8, i8, i32…):
+        // OpenVINO converts at the end of the network, and the readers below only know f32.
+        for i in 0..<(try portCount(model, inputs: false)) {
+            var outputInfo: OpaquePointer?
+            try check(ov_preprocess_prepostprocessor_get_output_info_by_index(ppp, i, &outputInfo), "ov_preprocess_prepostprocessor_get_output_info_by_index")
+            defer { ov_preprocess_output_info_free(outputInfo) }
+            var outputTensor: OpaquePointer?
+            try check(ov_preprocess_output_info_get_tensor_info(outputInfo, &outputTensor), "ov_preprocess_output_info_get_tensor_info")
+            defer { ov_preprocess_output_tensor_info_free(outputTensor) }
+            try check(ov_preprocess_output_set_element_type(outputTensor, F32), "ov_preprocess_output_set_element_type")
+        }
 
         var built: OpaquePointer?
         try check(ov_preprocess_prepostprocessor_build(ppp, &built), "ov_preprocess_prepostprocessor_build")
@@ -491,6 +504,9 @@ public final class ImageModel {
             var tensor: OpaquePointer?
             try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
             tensors.append(tensor)
+            var type = DYNAMIC
+            try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")
+            guard type == F32 else { throw InferenceError("output \(outputs[i].name) is not f32 (element type \(type.rawValue))") }
             var count = 0
             try check(ov_tensor_get_size(tensor, &count), "ov_tensor_get_size")
             var data: UnsafeMutableRawPointer?

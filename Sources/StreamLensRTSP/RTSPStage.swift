@@ -54,6 +54,14 @@ public final class RTSPStage: Stage {
         if configuration.tcpOnly { how += ", TCP only" }
         if let credentials = configuration.credentials { how += ", Basic authentication as \(credentials.user)" }
         notices.append(StageNotice(.info, "serving \(configuration.url) (\(how))"))
+        if configuration.credentials == nil, !Self.isLoopback(configuration.address) {
+            notices.append(StageNotice(.warning, "serving \(configuration.url) beyond this machine without a password: anyone who can reach address \(configuration.address) can watch (set auth-file=, or STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD)"))
+        }
+    }
+
+    /// 127.0.0.0/8 or ::1: nothing outside this machine can connect.
+    static func isLoopback(_ address: String) -> Bool {
+        address == "::1" || address == "localhost" || address.hasPrefix("127.")
     }
 
     /// The server's configuration from the stage's settings (and, for credentials, the
@@ -79,10 +87,9 @@ public final class RTSPStage: Stage {
     /// `user:password` from the file (first line), else from the environment, else none.
     static func credentials(file: String, environment: [String: String]) throws -> RTSPServer.Credentials? {
         if !file.isEmpty {
+            try InputFile.check(file, what: "auth-file")
             guard let data = FileManager.default.contents(atPath: file) else {
-                var isDirectory: ObjCBool = false
-                let why = !FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) ? "no such file"
-                    : isDirectory.boolValue ? "it is a directory" : "permission denied"
+                let why = FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file"
                 throw StageError("cannot read auth-file \(file) (\(why))")
             }
             let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""

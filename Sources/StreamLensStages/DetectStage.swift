@@ -76,7 +76,8 @@ public final class DetectStage: Stage {
     private var outputIndices = (boxes: 0, scores: 1)
     private var geometry: FrameGeometry?
     private var last: [Detection] = []
-    private var metadata: FileHandle?
+    /// Where JSON Lines go; a write error stops them (with one warning), never the run.
+    private var metadata: FileWriter?
     /// The metadata file, opened at the first frame.
     private var metadataPath: String?
     /// One encoder for every JSON Lines record (made once, not per frame).
@@ -125,7 +126,7 @@ public final class DetectStage: Stage {
         }
         let path = settings.string("metadata")
         if path == "-" {
-            metadata = FileHandle.standardOutput
+            metadata = FileWriter.standardOutput()
         } else if !path.isEmpty {
             // Checked now, created (truncated) at the first frame: a run that fails to start
             // leaves an existing file as it was.
@@ -194,7 +195,7 @@ public final class DetectStage: Stage {
                     do {
                         work = .request(try frame.pixels.withBytes { try remote.send($0) })
                     } catch {
-                        return .drop(reason: "\(error)")
+                        return .failed(reason: "\(error)")
                     }
                 } else {
                     work = .serverAway
@@ -213,7 +214,7 @@ public final class DetectStage: Stage {
                 }
                 last = found.map(geometry.toFrame)
             } catch {
-                return .drop(reason: "\(error)")
+                return .failed(reason: "\(error)")
             }
             recordInferenceTime(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
         }
@@ -276,13 +277,15 @@ public final class DetectStage: Stage {
         if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
         if metadata == nil, let path = metadataPath {
             metadataPath = nil
-            if FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) {
-                metadata = handle
-            } else {
-                notices.append(StageNotice(.warning, "cannot write metadata file \(path); detections are not written"))
+            switch FileWriter.create(path) {
+            case .success(let writer): metadata = writer
+            case .failure(let error): notices.append(StageNotice(.warning, "\(error.message); detections are not written"))
             }
         }
-        if let metadata { write(last, frame: frame, to: metadata) }
+        if let writer = metadata, !write(last, frame: frame, to: writer) {
+            notices.append(StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on"))
+            metadata = nil
+        }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
         latency.add(milliseconds: inStage)
         stageTimes.append(inStage)
@@ -351,7 +354,8 @@ public final class DetectStage: Stage {
         }
     }
 
-    private func write(_ detections: [Detection], frame: Frame, to handle: FileHandle) {
+    /// One JSON Lines record; false once the writer has failed.
+    private func write(_ detections: [Detection], frame: Frame, to writer: FileWriter) -> Bool {
         struct Line: Encodable {
             var time: Double?
             var frame: Int
@@ -369,9 +373,9 @@ public final class DetectStage: Stage {
                  x: r1(d.box.xMin), y: r1(d.box.yMin), width: r1(d.box.width), height: r1(d.box.height),
                  keypoints: d.keypoints.map { [r1($0.x), r1($0.y)] })
         })
-        guard var data = try? metadataEncoder.encode(line) else { return }
+        guard var data = try? metadataEncoder.encode(line) else { return true }
         data.append(0x0A)
-        handle.write(data)
+        return writer.write(data)
     }
 
     public var summary: String? {

@@ -139,7 +139,7 @@ public final class StylizeStage: Stage {
         do {
             compiled = try stylizer.model(width: size.width, height: size.height)
         } catch {
-            return .drop(reason: "\(error)")
+            return .failed(reason: "\(error)")
         }
         let modelLayout: PackedRGBLayout = stylizer.manifest.input.colorOrder == .bgr ? .bgr : .rgb
         if small.count != size.width * size.height * 3 { small = [UInt8](repeating: 0, count: size.width * size.height * 3) }
@@ -159,7 +159,7 @@ public final class StylizeStage: Stage {
                 do {
                     request = try small.withUnsafeBytes { try remote.send($0) }
                 } catch {
-                    return .drop(reason: "\(error)")
+                    return .failed(reason: "\(error)")
                 }
             } else {
                 request = nil
@@ -177,7 +177,7 @@ public final class StylizeStage: Stage {
                 }
             }
         } catch {
-            return .drop(reason: "\(error)")
+            return .failed(reason: "\(error)")
         }
         finish(frame, strength: strength, layout: frameLayout, times: (start, inferStart, convertStart))
         return .forward

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 
 /// `streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]`: a Core ML NeuralNetwork
 /// image-to-image model (Create ML's style transfer) to ONNX plus a model manifest.
@@ -9,21 +10,21 @@ import Foundation
 /// output through and returns its exit code (0 written, 1 not convertible, 2 bad arguments).
 func importCommand(_ args: [String]) -> Int32 {
     if args.isEmpty {
-        FileHandle.standardError.write(Data("streamlens: import needs a model: streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]\n".utf8))
+        writeStandardError("streamlens: import needs a model: streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]\n")
         return 2
     }
     guard let root = checkoutRoot(holding: "tools/coreml_import.py") else {
-        FileHandle.standardError.write(Data("""
+        writeStandardError("""
             streamlens: import: cannot find tools/coreml_import.py above the streamlens executable or in \
             the current directory; run it from the StreamLens checkout\n
-            """.utf8))
+            """)
         return 1
     }
     let packages = root.appendingPathComponent(".deps/python")
     guard FileManager.default.fileExists(atPath: packages.appendingPathComponent("coremltools").path) else {
-        FileHandle.standardError.write(Data("""
+        writeStandardError("""
             streamlens: import needs coremltools and onnx in \(packages.path): run tools/setup.sh (make setup) first\n
-            """.utf8))
+            """)
         return 1
     }
     var environment = ProcessInfo.processInfo.environment
@@ -43,7 +44,7 @@ func runTool(_ command: String, _ executable: URL, _ args: [String], environment
     do {
         try process.run()
     } catch {
-        FileHandle.standardError.write(Data("streamlens: \(command): cannot start \(executable.path): \(error)\n".utf8))
+        writeStandardError("streamlens: \(command): cannot start \(executable.path): \(error)\n")
         return 1
     }
     process.waitUntilExit()
@@ -56,10 +57,10 @@ func runTool(_ command: String, _ executable: URL, _ args: [String], environment
 /// exit code pass through.
 func trainStyleCommand(_ args: [String]) -> Int32 {
     guard let root = checkoutRoot(holding: "tools/train-style") else {
-        FileHandle.standardError.write(Data("""
+        writeStandardError("""
             streamlens: train-style: cannot find tools/train-style above the streamlens executable or in the \
             current directory; run it from the StreamLens checkout\n
-            """.utf8))
+            """)
         return 1
     }
     return runTool("train-style", root.appendingPathComponent("tools/train-style"), args)
@@ -72,10 +73,10 @@ func trainStyleCommand(_ args: [String]) -> Int32 {
 /// built); arguments, output and exit code pass through.
 func modelsCommand(_ args: [String]) -> Int32 {
     guard let root = checkoutRoot(holding: "tools/models.py") else {
-        FileHandle.standardError.write(Data("""
+        writeStandardError("""
             streamlens: models: cannot find tools/models.py above the streamlens executable or in the \
             current directory; run it from the StreamLens checkout\n
-            """.utf8))
+            """)
         return 1
     }
     let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"

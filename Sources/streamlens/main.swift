@@ -6,7 +6,8 @@ import StreamLensStages
 /// The `streamlens` command. Exit codes: 0 clean end of stream (also after Ctrl-C, once the
 /// output is finalized), 1 the pipeline failed, 2 a usage or spec error, 130 aborted.
 let usage = """
-    usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--control -|SOCKET] SPEC [NAME=value …]
+    usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--eos-timeout S] [--control -|SOCKET]
+                          [--control-elements] [--control-group GROUP] SPEC [NAME=value …]
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
@@ -16,7 +17,8 @@ let usage = """
 
     SPEC is a gst-launch-1.0 pipeline in which StreamLens stages (lens…) appear like elements,
     or a pipeline file: a path, or a name in Pipelines/ (with or without .pipeline). ${NAME} and
-    ${NAME:-default} in the spec are filled from NAME=value arguments, then the environment.
+    ${NAME:-default} in the spec are filled from NAME=value arguments, then the environment's
+    STREAMLENS_VAR_NAME (never a plain NAME: an ambient PORT must not move a server), then the default.
 
       run       run the pipeline to its end; Ctrl-C sends end-of-stream so files are finalized,
                 a second Ctrl-C aborts
@@ -25,9 +27,16 @@ let usage = """
         --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
         --timeout S     seconds the pipeline may take to start (default 20, or
                         $STREAMLENS_START_TIMEOUT: slow machines, sanitizer builds)
+        --eos-timeout S seconds end-of-stream may take after Ctrl-C before the run stops
+                        without it (default 15); a second Ctrl-C stops at once
         --control C     take commands while running from stdin (-) or a Unix socket path:
                         set [ELEMENT] NAME=VALUE…, get [ELEMENT] NAME, list, help
-                        (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`)
+                        (e.g. `set strength=0.4`, `set style-image=wave.jpg`, `set device=AUTO`);
+                        the socket is yours alone (0600, the peer's uid checked)
+        --control-elements  let control commands reach other elements' properties too
+                        (those GStreamer marks changeable while playing or controllable), not only the
+                        stages' live ones
+        --control-group G   members of group G may use the control socket too (0660)
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
       models    third-party model files (Models/model-catalogue.json): list them, fetch and verify
@@ -40,7 +49,7 @@ let usage = """
 struct UsageError: Error { var message: String }
 
 func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write("streamlens: \(message)\n".data(using: .utf8)!)
+    writeStandardError("streamlens: \(message)\n")
     exit(code)
 }
 
@@ -48,12 +57,15 @@ func printOut(_ text: String) { print(text) }
 
 let pipelineDirectories = [ProcessInfo.processInfo.environment["STREAMLENS_PIPELINES"], "Pipelines"].compactMap { $0 }
 
-/// SPEC plus NAME=value arguments → the spec and the pipeline text GStreamer will parse.
-func expandedSpec(_ arguments: [String]) throws -> (spec: PipelineSpec, text: String) {
+/// SPEC plus NAME=value arguments → the spec, the pipeline text GStreamer will parse, and where
+/// each variable's value came from ("INPUT=clip.mp4 (command line)", for -v).
+func expandedSpec(_ arguments: [String]) throws -> (spec: PipelineSpec, text: String, sources: [String]) {
     guard let first = arguments.first else { throw UsageError(message: "missing SPEC\n\n\(usage)") }
     let spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories)
     let variables = try PipelineSpec.parseAssignments(Array(arguments.dropFirst()))
-    return (spec, try spec.expanded(variables: variables, environment: ProcessInfo.processInfo.environment))
+    let environment = ProcessInfo.processInfo.environment
+    let sources = spec.sources(variables: variables, environment: environment).map { "\($0.name)=\($0.value ?? "") (\($0.from))" }
+    return (spec, try spec.expanded(variables: variables, environment: environment), sources)
 }
 
 func initialize() {
@@ -73,17 +85,20 @@ func runCommand(_ args: [String]) -> Int32 {
         switch a {
         case "-q", "--quiet": options.quiet = true
         case "-v", "--verbose": options.verbose = true
-        case "--mode", "--timeout", "--control":
+        case "--control-elements": options.controlAccess.otherElements = true
+        case "--mode", "--timeout", "--eos-timeout", "--control", "--control-group":
             guard i + 1 < args.count else { fail("\(a) needs a value", code: 2) }
             i += 1
             if a == "--control" {
                 options.control = args[i] == "-" ? .standardInput : .socket(path: args[i])
+            } else if a == "--control-group" {
+                options.controlAccess.group = args[i]
             } else if a == "--mode" {
                 guard let mode = BridgeSettings.Mode(rawValue: args[i]) else { fail("--mode must be auto, lossless or live", code: 2) }
                 options.mode = mode
             } else {
-                guard let t = Double(args[i]), t > 0 else { fail("--timeout needs a number of seconds", code: 2) }
-                options.startTimeout = t
+                guard let t = Double(args[i]), t > 0 else { fail("\(a) needs a number of seconds", code: 2) }
+                if a == "--timeout" { options.startTimeout = t } else { options.endOfStreamTimeout = t }
             }
         case "--":
             rest.append(contentsOf: args[(i + 1)...])
@@ -95,22 +110,25 @@ func runCommand(_ args: [String]) -> Int32 {
         }
         i += 1
     }
-    let text: String
-    do { text = try expandedSpec(rest).text } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    let text: String, sources: [String]
+    do { (_, text, sources) = try expandedSpec(rest) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
-    if options.verbose { FileHandle.standardError.write("pipeline: \(text)\n".data(using: .utf8)!) }
+    if options.verbose {
+        if !sources.isEmpty { writeStandardError("variables: \(sources.joined(separator: ", "))\n") }
+        writeStandardError("pipeline: \(text)\n")
+    }
     let outcome = pipeline.run(options)
     if case .finished(interrupted: true) = outcome, !options.quiet {
-        FileHandle.standardError.write("interrupted: end of stream reached, output finalized\n".data(using: .utf8)!)
+        writeStandardError("interrupted: end of stream reached, output finalized\n")
     }
     return outcome.exitCode
 }
 
 func inspectCommand(_ args: [String]) -> Int32 {
     let spec: PipelineSpec, text: String
-    do { (spec, text) = try expandedSpec(args) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
+    do { (spec, text, _) = try expandedSpec(args) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
@@ -170,6 +188,9 @@ func useFixedMmapThreshold() {
     _ = mallopt(-3, 128 * 1024)
 }
 useFixedMmapThreshold()
+// A reader that went away (`streamlens stages | head`, stderr into a closed pipe) makes that write
+// fail instead of ending the process; what StreamLens writes itself checks for the failure.
+signal(SIGPIPE, SIG_IGN)
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else { fail("missing command\n\n\(usage)", code: 2) }

@@ -186,6 +186,7 @@ struct Fixtures: Sendable {
         switch name {
         case "existing.mp4": return values["clip.mp4"].flatMap { FileManager.default.contents(atPath: $0) }
         case "existing.jsonl": return Data("{\"frame\":0,\"detections\":[]} written by an earlier run\n".utf8)
+        case "existing.txt": return Data("notes the user keeps\n".utf8)
         default: return nil
         }
     }
@@ -289,13 +290,19 @@ struct Fixtures: Sendable {
         }
         variant("no-model-file.json") { $0["model"] = "face_detection_nothere.tflite" }
         variant("not-a-model.json") { $0["model"] = "not-a-model.tflite" }
+        variant("bad-reference.json") { $0["model"] = "catalogue:../../etc/passwd" }
         write("not-a-model.tflite", Data("this is not a model\n".utf8))
 
         // Files a run must leave alone, or not make, when it fails to start: each row that names
         // one gets its own copy (BadInputTests), so these paths are only placeholders.
         _ = path("existing.mp4")
         _ = path("existing.jsonl")
+        _ = path("existing.txt")
         _ = path("new.mp4")
+        // Ten frames' worth of 64x48 RGB for a source that cuts them into 100-byte buffers, and a
+        // named pipe (reading it would block until someone writes).
+        write("short.raw", Data(repeating: 0x80, count: 1000))
+        if mkfifo(path("fifo"), 0o600) != 0 { problems.append("mkfifo: \(String(cString: strerror(errno)))") }
         write("auth-no-user", Data("just-a-password\n".utf8))
         write("auth-empty", Data())
         values["scratch"] = directory

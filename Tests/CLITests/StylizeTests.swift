@@ -254,7 +254,7 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
         // Lossless: every frame that reached the stage while models were swapped came out.
         let written = ((try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0) / (w * h * 3)
         let line = r.stderr.split(separator: "\n").first { $0.hasPrefix("lensstylize0:") && $0.contains(" frames in") }.flatMap { StageSummary(line: String($0)) }
-        #expect(written > 0 && line?.framesIn == written && line?.dropped == 0, "\(written) frames written: \(r.stderr)")
+        #expect(written > 0 && line?.framesIn == written && line?.dropped == 0, "\(written) frames written, the stage: \(line.map { "\($0.framesIn) in, \($0.framesOut) out, \($0.dropped) dropped" } ?? "no summary"): \(r.stderr)")
         #expect(replies.contains("set device=AUTO -> ok"), "\(replies)")
         #expect(replies.contains("set bogus=1 -> error: lensstylize0 has no property bogus"), "\(replies)")
         #expect(replies.contains("get device -> AUTO"), "\(replies)")

@@ -6,15 +6,19 @@ import Testing
     @Test func commandLineBeatsEnvironmentBeatsDefault() throws {
         let spec = PipelineSpec(text: "videotestsrc num-buffers=${N:-10} ! ${SINK:-fakesink} name=${NAME}")
         #expect(try spec.expanded(variables: ["NAME": "out"]) == "videotestsrc num-buffers=10 ! fakesink name=out")
-        #expect(try spec.expanded(variables: ["NAME": "a", "N": "3"], environment: ["N": "7", "SINK": "filesink"])
+        #expect(try spec.expanded(variables: ["NAME": "a", "N": "3"], environment: ["STREAMLENS_VAR_N": "7", "STREAMLENS_VAR_SINK": "filesink"])
                 == "videotestsrc num-buffers=3 ! filesink name=a")
-        #expect(try spec.expanded(variables: ["NAME": "a"], environment: ["N": "7"]) == "videotestsrc num-buffers=7 ! fakesink name=a")
+        #expect(try spec.expanded(variables: ["NAME": "a"], environment: ["STREAMLENS_VAR_N": "7"]) == "videotestsrc num-buffers=7 ! fakesink name=a")
+        // A plain N in the environment (an ambient PORT, ADDRESS…) fills nothing.
+        #expect(try spec.expanded(variables: ["NAME": "a"], environment: ["N": "7"]) == "videotestsrc num-buffers=10 ! fakesink name=a")
+        #expect(spec.sources(variables: ["NAME": "a"], environment: ["STREAMLENS_VAR_N": "7"]).map { "\($0.name)=\($0.value ?? "-") (\($0.from))" }
+                == ["N=7 (STREAMLENS_VAR_N)", "SINK=fakesink (default)", "NAME=a (command line)"])
         #expect(spec.variableNames == ["N", "SINK", "NAME"])
     }
 
     @Test func unsetVariableNamesItself() {
         let spec = PipelineSpec(text: "filesrc location=${INPUT} ! fakesink", origin: "Pipelines/x.pipeline")
-        #expect(throws: SpecError("variable INPUT is not set: pass INPUT=value after the spec (used in Pipelines/x.pipeline)")) {
+        #expect(throws: SpecError("variable INPUT is not set: pass INPUT=value after the spec (or set STREAMLENS_VAR_INPUT) (used in Pipelines/x.pipeline)")) {
             try spec.expanded()
         }
     }

@@ -47,11 +47,14 @@ GstElement *sl_pipeline_parse(const char *description, GError **error);
 // Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
 gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
 // For the control channel. Flags of a property: 0 when there is none, else SL_PROPERTY_EXISTS
-// plus WRITABLE and MUTABLE_PLAYING when they apply.
+// plus WRITABLE and MUTABLE_PLAYING when they apply (MUTABLE_PLAYING: GStreamer marks it
+// changeable while playing, or controllable).
 enum { SL_PROPERTY_EXISTS = 1, SL_PROPERTY_WRITABLE = 2, SL_PROPERTY_MUTABLE_PLAYING = 4 };
 guint sl_object_property_flags(gpointer object, const char *name);
 // Converts `value` to the property's type (GStreamer's syntax) and sets it; FALSE, leaving the
 // property alone, when the text is not a value of that type.
+// Whether `value` parses as the property's type and lies in its range (nothing is set).
+gboolean sl_object_value_valid(gpointer object, const char *name, const char *value);
 gboolean sl_object_set_checked(gpointer object, const char *name, const char *value);
 // A property's value as text; g_free the result.
 char *sl_object_get_as_string(gpointer object, const char *name);
@@ -143,6 +146,10 @@ typedef struct {
 void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score);
 // Fills up to `max` regions; returns how many the buffer has.
 guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
+// The bytes a buffer must hold for a frame of `caps`: the planes its GstVideoMeta places (when it
+// has one), else the caps' own frame size. Into *needed; FALSE (with *needed 0) for caps that are
+// not raw video.
+gboolean sl_buffer_needed_size(GstBuffer *buffer, GstCaps *caps, gsize *needed);
 
 // Sends tags that arrived before the appsrc had caps (call after pushing a sample).
 void sl_stage_flush_tags(GstElement *stage);

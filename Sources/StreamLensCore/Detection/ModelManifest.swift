@@ -212,6 +212,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// not found, not valid JSON or a missing/mistyped key (with the key's path), a
     /// `schema_version` other than 1, an unknown decoder, inconsistent values.
     public static func load(path: String) throws -> ModelManifest {
+        try InputFile.check(path, what: "model manifest")
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StageError("model manifest \(path) not found")
         }
