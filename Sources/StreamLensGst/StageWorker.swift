@@ -170,7 +170,16 @@ final class StageWorker: @unchecked Sendable {
                 updateLatency(post: true)
                 postNotices()
             }
-            guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else { return }
+            guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else {
+                // The stage cannot take these frames (its error is on the bus). Going away now
+                // would leave the inner appsink full and upstream's end-of-stream waiting in it
+                // for a reader, with the streaming lock held: the host's change to PLAYING then
+                // waited for ever (a 3-frame source, ~1 run in 40 under a busy core). Refuse what
+                // comes and keep draining until the stream ends or the stage is stopped.
+                sl_stage_set_downstream_flow(element, GST_FLOW_ERROR)
+                downstreamDone = true
+                continue
+            }
             sl_handoff_acquire(buffer)
             statistics.received(at: DispatchTime.now().uptimeNanoseconds)
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
