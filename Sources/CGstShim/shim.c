@@ -213,6 +213,15 @@ static void sl_finalize(GObject *object) {
 }
 
 static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange transition) {
+    // The inner appsrc is live: in PAUSED it pushes nothing. A bin takes its sinks to PLAYING
+    // first, so the inner appsink would get there before it — and appsink's change waits for the
+    // preroll lock, which upstream's streaming thread holds while it waits for room in the full
+    // appsink; the worker that would make room waits for room in the appsrc, which waits for
+    // PLAYING: a deadlock when frames came fast enough in PAUSED to fill both queues (a file
+    // source under a busy core). The appsrc goes first; downstream of the stage is PLAYING already.
+    SLStage *self = (SLStage *)element;
+    if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->appsrc)
+        gst_element_set_state(self->appsrc, GST_STATE_PLAYING);
     GstStateChangeReturn ret = sl_bin_class->change_state(element, transition);
     if (ret == GST_STATE_CHANGE_FAILURE) return ret;
     switch (transition) {

@@ -209,7 +209,7 @@ import Testing
             try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
             let gst = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/gst-launch-1.0"),
                                     ["-q", "rtspsrc", "location=rtsp://127.0.0.1:\(port)/private", "user-id=\(user)", "user-pw=\(password)",
-                                     "!", "rtph264depay", "!", "avdec_h264", "!", "identity", "eos-after=5", "!",
+                                     "!", "rtph264depay", "!", "avdec_h264", "!", "identity", "eos-after=6", "!", // 5 frames, then end of stream
                                      "multifilesink", "location=\(frames.path)/f%03d"], timeout: 30)
             let decoded = (try? FileManager.default.contentsOfDirectory(atPath: frames.path).count) ?? 0
             #expect(decoded >= 5 && !gst.stderr.contains("Unauthorized"), "\(decoded) frames: \(gst.stderr)")
