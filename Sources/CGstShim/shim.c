@@ -833,25 +833,16 @@ void sl_stage_post_error(GstElement *stage, const char *message, const char *deb
     g_error_free(error);
 }
 
-gboolean sl_buffer_needed_size(GstBuffer *buffer, GstCaps *caps, gsize *needed) {
-    *needed = 0;
-    GstVideoInfo info;
-    if (!caps || !gst_video_info_from_caps(&info, caps)) return FALSE;
+gsize sl_buffer_video_meta_size(GstBuffer *buffer) {
     GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-    if (!meta) {
-        *needed = GST_VIDEO_INFO_SIZE(&info);
-        return TRUE;
-    }
     guint heights[GST_VIDEO_MAX_PLANES] = {0};
-    if (!gst_video_meta_get_plane_height(meta, heights)) {
-        *needed = GST_VIDEO_INFO_SIZE(&info);
-        return TRUE;
-    }
+    if (!meta || !gst_video_meta_get_plane_height(meta, heights)) return 0;
+    gsize needed = 0;
     for (guint i = 0; i < meta->n_planes && i < GST_VIDEO_MAX_PLANES; i++) {
         gsize end = meta->offset[i] + (gsize)(meta->stride[i] > 0 ? meta->stride[i] : 0) * heights[i];
-        if (end > *needed) *needed = end;
+        if (end > needed) needed = end;
     }
-    return TRUE;
+    return needed;
 }
 
 void sl_stage_post_warning(GstElement *stage, const char *message) {

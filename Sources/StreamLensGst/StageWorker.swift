@@ -189,10 +189,12 @@ final class StageWorker: @unchecked Sendable {
                               ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
             // A buffer smaller than its caps say would be read past its end by any stage that
             // maps it: dropped here, for every stage, with the reason.
-            var needed: gsize = 0
-            let size = gst_buffer_get_size(buffer)
+            // (The caps' frame size, known since they were negotiated; a video meta's own planes.)
+            let meta = Int(sl_buffer_video_meta_size(buffer))
+            let needed = meta > 0 ? meta : format.size
+            let size = Int(gst_buffer_get_size(buffer))
             let outcome: FrameOutcome
-            if sl_buffer_needed_size(buffer, gst_sample_get_caps(sample), &needed) != 0, size < needed {
+            if size < needed {
                 outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
             } else {
                 outcome = stage.process(frame)

@@ -146,10 +146,9 @@ typedef struct {
 void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score);
 // Fills up to `max` regions; returns how many the buffer has.
 guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
-// The bytes a buffer must hold for a frame of `caps`: the planes its GstVideoMeta places (when it
-// has one), else the caps' own frame size. Into *needed; FALSE (with *needed 0) for caps that are
-// not raw video.
-gboolean sl_buffer_needed_size(GstBuffer *buffer, GstCaps *caps, gsize *needed);
+// The bytes the planes of a buffer's GstVideoMeta reach to (offset + stride × plane height, the
+// largest), or 0 when it has no video meta (the caps' frame size applies then).
+gsize sl_buffer_video_meta_size(GstBuffer *buffer);
 
 // Sends tags that arrived before the appsrc had caps (call after pushing a sample).
 void sl_stage_flush_tags(GstElement *stage);
