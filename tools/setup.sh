@@ -42,6 +42,9 @@ APT_PACKAGES=(
   gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-rtsp ffmpeg unzip
   libcairo2-dev fonts-dejavu-core
+  # PyGObject and GStreamer's introspection data: the Python example and the tests read the
+  # region-of-interest metas as a DL Streamer user's script would
+  python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
 )

@@ -865,33 +865,3 @@ gboolean sl_message_parse_info(GstMessage *message, const char **kind, const cha
     return *kind && *text;
 }
 
-void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score) {
-    // Ids 0, 1, 2… in the buffer, so bindings can fetch each by id
-    // (GstVideo.buffer_get_video_region_of_interest_meta_id in Python).
-    gint id = 0;
-    gpointer state = NULL;
-    while (gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) id++;
-    GstVideoRegionOfInterestMeta *meta = gst_buffer_add_video_region_of_interest_meta(buffer, label, x, y, width, height);
-    if (meta) meta->id = id;
-    if (meta && score >= 0)
-        gst_video_region_of_interest_meta_add_param(meta, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, score, NULL));
-}
-
-guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max) {
-    gpointer state = NULL;
-    GstMeta *meta;
-    guint n = 0;
-    while ((meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
-        GstVideoRegionOfInterestMeta *roi = (GstVideoRegionOfInterestMeta *)meta;
-        if (n < max) {
-            SLRegion *r = &regions[n];
-            g_strlcpy(r->label, roi->roi_type ? g_quark_to_string(roi->roi_type) : "", sizeof r->label);
-            r->x = roi->x; r->y = roi->y; r->width = roi->w; r->height = roi->h;
-            r->score = -1;
-            GstStructure *param = gst_video_region_of_interest_meta_get_param(roi, "detection");
-            if (param) gst_structure_get_double(param, "confidence", &r->score);
-        }
-        n++;
-    }
-    return n;
-}

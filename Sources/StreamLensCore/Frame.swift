@@ -46,26 +46,67 @@ public protocol FramePixels: AnyObject {
     /// Writable view; the bridge makes the buffer writable first (a copy only if it is shared).
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R
     /// Attaches a region of interest (frame pixels) to the outgoing buffer as a
-    /// GstVideoRegionOfInterestMeta, so elements downstream see it.
+    /// GstVideoRegionOfInterestMeta in DL Streamer's layout, so elements downstream see it.
     func addRegionOfInterest(_ region: RegionOfInterest)
-    /// The regions of interest the frame already carries — a detector's results when this stage
-    /// follows one (lensdetect, or any GStreamer element that adds the meta).
+    /// Replaces the `index`-th region (as `regionsOfInterest` lists them) in place: a tracker
+    /// giving it an id, a classifier adding an attribute. False when there is no such region.
+    @discardableResult
+    func updateRegionOfInterest(_ region: RegionOfInterest, at index: Int) -> Bool
+    /// The regions of interest the frame already carries, in order, all of them — a detector's
+    /// results when this stage follows one (lensdetect, or any GStreamer element that adds the meta).
     func regionsOfInterest() -> [RegionOfInterest]
     /// The GstSample* behind the frame, for stages that hand frames to other GStreamer code
     /// (the RTSP server's pipeline) without copying pixels. Valid only during the call.
     func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R
 }
 
-/// A rectangle of interest in frame pixels, with its label and score when known.
+/// One object found on a frame, as every stage after the one that found it sees it: a rectangle
+/// in frame pixels, what it is (label and label id), how sure the model was, the object's id
+/// once a tracker has given it one, keypoints, and attributes later stages add (a classifier's
+/// result, a zone's name). On the buffer it is a GstVideoRegionOfInterestMeta in Intel DL
+/// Streamer's layout (see streamlens_gst.h and docs/metadata.md).
 public struct RegionOfInterest: Sendable, Equatable {
     public var label: String
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-    public var score: Double?
-    public init(label: String, x: Int, y: Int, width: Int, height: Int, score: Double? = nil) {
-        self.label = label; self.x = x; self.y = y; self.width = width; self.height = height; self.score = score
+    /// The label's index in the model's labels; -1 when unknown.
+    public var labelId: Int
+    public var x: Double
+    public var y: Double
+    public var width: Double
+    public var height: Double
+    /// 0…1, when known.
+    public var confidence: Double?
+    /// The object's id across frames; -1 until a tracker assigns one.
+    public var objectId: Int
+    /// Frame pixels.
+    public var keypoints: [Point]
+    /// Free-form results of later stages, by name (names are made of letters, digits, `_`, `-`,
+    /// `.`; others become `_` on the buffer).
+    public var attributes: [String: String]
+
+    public init(label: String, labelId: Int = -1, x: Double, y: Double, width: Double, height: Double, confidence: Double? = nil,
+                objectId: Int = -1, keypoints: [Point] = [], attributes: [String: String] = [:]) {
+        self.label = label; self.labelId = labelId
+        self.x = x; self.y = y; self.width = width; self.height = height
+        self.confidence = confidence; self.objectId = objectId; self.keypoints = keypoints; self.attributes = attributes
+    }
+
+    /// A detection (box and keypoints already in frame pixels) as a region.
+    public init(_ detection: Detection) {
+        self.init(label: detection.label ?? "", labelId: detection.labelId, x: detection.box.xMin, y: detection.box.yMin,
+                  width: detection.box.width, height: detection.box.height, confidence: detection.score,
+                  keypoints: detection.keypoints)
+    }
+
+    public var box: Box { Box(xMin: x, yMin: y, xMax: x + width, yMax: y + height) }
+
+    /// An attribute name as GStreamer structures take field names: a letter first, then
+    /// letters, digits, `_`, `-`, `.`.
+    public static func attributeName(_ name: String) -> String {
+        var out = String(name.unicodeScalars.map { s -> Character in
+            s.isASCII && (s.properties.isAlphabetic || ("0"..."9").contains(s) || "_-.".unicodeScalars.contains(s)) ? Character(s) : "_"
+        })
+        if out.first.map({ !$0.isLetter }) ?? true { out = "a" + out }
+        return out
     }
 }
 

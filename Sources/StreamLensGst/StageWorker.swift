@@ -181,6 +181,7 @@ final class StageWorker: @unchecked Sendable {
                 continue
             }
             sl_handoff_acquire(buffer)
+            pixels.frameSize = (format.width, format.height)
             statistics.received(at: DispatchTime.now().uptimeNanoseconds)
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
@@ -428,25 +429,88 @@ final class SamplePixels: FramePixels {
         return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
     }
 
-    func addRegionOfInterest(_ r: RegionOfInterest) {
+    /// The negotiated frame size: regions are normalised to it on the meta (DL Streamer's layout).
+    var frameSize = (width: 0, height: 0)
+
+    func addRegionOfInterest(_ region: RegionOfInterest) {
         makeBufferWritable()
-        sl_buffer_add_region(gst_sample_get_buffer(sample), r.label, guint(max(0, r.x)), guint(max(0, r.y)),
-                             guint(max(0, r.width)), guint(max(0, r.height)), r.score ?? -1)
+        Self.withCRegion(region) { r, keypoints, names, values in
+            sl_buffer_add_region(gst_sample_get_buffer(sample), guint(frameSize.width), guint(frameSize.height), r, keypoints, names, values)
+        }
+    }
+
+    func updateRegionOfInterest(_ region: RegionOfInterest, at index: Int) -> Bool {
+        guard index >= 0 else { return false }
+        makeBufferWritable()
+        return Self.withCRegion(region) { r, keypoints, names, values in
+            sl_buffer_set_region(gst_sample_get_buffer(sample), guint(index), guint(frameSize.width), guint(frameSize.height),
+                                 r, keypoints, names, values) != 0
+        }
+    }
+
+    /// The region as the C fence takes it: the struct, its keypoints as x, y pairs, its
+    /// attributes as two arrays of C strings (sorted by name, so the meta is the same every run).
+    private static func withCRegion<R>(_ region: RegionOfInterest,
+                                       _ body: (UnsafePointer<SLRegion>, UnsafePointer<Double>?, UnsafePointer<UnsafePointer<CChar>?>?,
+                                                UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+        var r = SLRegion()
+        withUnsafeMutableBytes(of: &r.label) { raw in
+            let bytes = Array(region.label.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        r.x = region.x; r.y = region.y; r.width = region.width; r.height = region.height
+        r.confidence = region.confidence ?? -1
+        r.label_id = gint(clamping: region.labelId)
+        r.object_id = gint(clamping: region.objectId)
+        r.keypoint_count = guint(region.keypoints.count)
+        let attributes = region.attributes.sorted { $0.key < $1.key }
+        r.attribute_count = guint(attributes.count)
+        let keypoints = region.keypoints.flatMap { [$0.x, $0.y] }
+        let names = attributes.map { strdup(RegionOfInterest.attributeName($0.key)) }
+        let values = attributes.map { strdup($0.value) }
+        defer { (names + values).forEach { free($0) } }
+        let cNames = names.map { UnsafePointer($0) }, cValues = values.map { UnsafePointer($0) }
+        return keypoints.withUnsafeBufferPointer { kp in
+            cNames.withUnsafeBufferPointer { n in
+                cValues.withUnsafeBufferPointer { v in
+                    withUnsafePointer(to: &r) { body($0, kp.baseAddress, n.baseAddress, v.baseAddress) }
+                }
+            }
+        }
     }
 
     func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
         try body(UnsafeMutableRawPointer(sample))
     }
 
+    /// Every region on the buffer (no cap), with its keypoints and attributes.
     func regionsOfInterest() -> [RegionOfInterest] {
         let buffer = gst_sample_get_buffer(sample)
-        var regions = [SLRegion](repeating: SLRegion(), count: 64)
-        let n = Int(sl_buffer_get_regions(buffer, &regions, UInt32(regions.count)))
-        return regions.prefix(min(n, regions.count)).map { r in
-            var r = r
+        let (w, h) = (guint(frameSize.width), guint(frameSize.height))
+        let count = Int(sl_buffer_get_regions(buffer, w, h, nil, 0))
+        guard count > 0 else { return [] }
+        var regions = [SLRegion](repeating: SLRegion(), count: count)
+        let n = min(count, Int(sl_buffer_get_regions(buffer, w, h, &regions, guint(count))))
+        return (0..<n).map { i in
+            var r = regions[i]
             let label = withUnsafeBytes(of: &r.label) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            return RegionOfInterest(label: label, x: Int(r.x), y: Int(r.y), width: Int(r.width), height: Int(r.height),
-                                    score: r.score >= 0 ? r.score : nil)
+            var keypoints: [Point] = []
+            if r.keypoint_count > 0 {
+                var xy = [Double](repeating: 0, count: Int(r.keypoint_count) * 2)
+                let got = Int(sl_buffer_region_keypoints(buffer, guint(i), w, h, &xy, r.keypoint_count))
+                keypoints = (0..<got).map { Point(x: xy[2 * $0], y: xy[2 * $0 + 1]) }
+            }
+            var attributes: [String: String] = [:]
+            for a in 0..<r.attribute_count {
+                var name: UnsafePointer<CChar>?, value: UnsafePointer<CChar>?
+                if sl_buffer_region_attribute(buffer, guint(i), a, &name, &value) != 0, let name, let value {
+                    attributes[String(cString: name)] = String(cString: value)
+                }
+            }
+            return RegionOfInterest(label: label, labelId: Int(r.label_id), x: r.x, y: r.y, width: r.width, height: r.height,
+                                    confidence: r.confidence >= 0 ? r.confidence : nil, objectId: Int(r.object_id),
+                                    keypoints: keypoints, attributes: attributes)
         }
     }
 

@@ -39,9 +39,10 @@ final class BlurStage: Stage {
         let bpp = f.pixelFormat.count == 3 ? 3 : 4
         frame.pixels.withMutableBytes { bytes in
             for r in regions {
-                let grow = Int(Double(max(r.width, r.height)) * margin)
-                let x0 = max(0, r.x - grow), y0 = max(0, r.y - grow)
-                let x1 = min(f.width, r.x + r.width + grow), y1 = min(f.height, r.y + r.height + grow)
+                let grow = max(r.width, r.height) * margin
+                let x0 = max(0, Int((r.x - grow).rounded(.down))), y0 = max(0, Int((r.y - grow).rounded(.down)))
+                let x1 = min(f.width, Int((r.x + r.width + grow).rounded(.up))), y1 = min(f.height, Int((r.y + r.height + grow).rounded(.up)))
+                guard x1 > x0, y1 > y0 else { continue }
                 for by in stride(from: y0, to: y1, by: block) {
                     for bx in stride(from: x0, to: x1, by: block) {
                         let ex = min(bx + block, x1), ey = min(by + block, y1)

@@ -136,16 +136,34 @@ void sl_stage_configure_queue(GstElement *stage, gboolean live);
 void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 // Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
 gboolean sl_stage_upstream_is_live(GstElement *stage);
-// Regions of interest (GstVideoRegionOfInterestMeta) on a buffer. A score, when known, travels
-// as a "detection" parameter structure with a "confidence" double (as DL Streamer does).
+// Regions of interest (GstVideoRegionOfInterestMeta) on a buffer, in Intel DL Streamer's layout
+// (regions.c): roi_type = the label; a "detection" parameter structure with x_min, y_min, x_max,
+// y_max normalised to the frame, label_id and confidence; an "object_id" structure (field "id")
+// once a tracker has given the region one; "keypoints" (field "points": x0, y0, x1, y1…
+// normalised to the frame) and "attributes" (one string field per attribute) when present. The
+// metas' own ids are 0, 1, 2… in the buffer. Coordinates in SLRegion are frame pixels.
 typedef struct {
     char label[64];
-    guint x, y, width, height;
-    double score; // -1 when the meta has none
+    double x, y, width, height;
+    double confidence;   // -1 when the meta has none
+    gint label_id;       // -1 when unknown
+    gint object_id;      // -1 until a tracker assigns one
+    guint keypoint_count;
+    guint attribute_count;
 } SLRegion;
-void sl_buffer_add_region(GstBuffer *buffer, const char *label, guint x, guint y, guint width, guint height, double score);
-// Fills up to `max` regions; returns how many the buffer has.
-guint sl_buffer_get_regions(GstBuffer *buffer, SLRegion *regions, guint max);
+// Adds a region (keypoints: keypoint_count x, y pairs in frame pixels; names/values:
+// attribute_count strings each) for a frame of width x height pixels.
+void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_height, const SLRegion *region,
+                          const double *keypoints, const char *const *names, const char *const *values);
+// Replaces region `index` (its rectangle, label and parameters) in place; FALSE when there is none.
+gboolean sl_buffer_set_region(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, const SLRegion *region,
+                              const double *keypoints, const char *const *names, const char *const *values);
+// Fills up to `max` regions (regions may be NULL with max 0); returns how many the buffer has.
+guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_height, SLRegion *regions, guint max);
+// Region `index`'s keypoints (up to `max` pairs, frame pixels) and attribute `n` (strings owned
+// by the meta, valid while the buffer is).
+guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, double *xy, guint max);
+gboolean sl_buffer_region_attribute(GstBuffer *buffer, guint index, guint n, const char **name, const char **value);
 // The bytes the planes of a buffer's GstVideoMeta reach to (offset + stride × plane height, the
 // largest), or 0 when it has no video meta (the caps' frame size applies then).
 gsize sl_buffer_video_meta_size(GstBuffer *buffer);

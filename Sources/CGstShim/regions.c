@@ -1,0 +1,146 @@
+// See streamlens_gst.h, "Regions of interest": the one place that reads and writes
+// GstVideoRegionOfInterestMeta, in Intel DL Streamer's layout so that its consumers (and
+// anything written against it: gvapython scripts, gvametaconvert-like readers) see our regions.
+#include "streamlens_gst.h"
+#include <math.h>
+#include <string.h>
+
+static GstVideoRegionOfInterestMeta *sl_region_at(GstBuffer *buffer, guint index) {
+    gpointer state = NULL;
+    GstMeta *meta;
+    guint n = 0;
+    while ((meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
+        if (n++ == index) return (GstVideoRegionOfInterestMeta *)meta;
+    }
+    return NULL;
+}
+
+static guint sl_pixel(double v) { return v <= 0 || !isfinite(v) ? 0 : (guint)lround(v); }
+
+// The meta's rectangle (whole pixels) and parameter structures from `region`.
+static void sl_region_fill(GstVideoRegionOfInterestMeta *meta, guint frame_width, guint frame_height, const SLRegion *region,
+                           const double *keypoints, const char *const *names, const char *const *values) {
+    meta->roi_type = g_quark_from_string(region->label);
+    guint x = sl_pixel(region->x), y = sl_pixel(region->y);
+    meta->x = x; meta->y = y;
+    meta->w = sl_pixel(region->x + region->width) > x ? sl_pixel(region->x + region->width) - x : 0;
+    meta->h = sl_pixel(region->y + region->height) > y ? sl_pixel(region->y + region->height) - y : 0;
+    g_list_free_full(meta->params, (GDestroyNotify)gst_structure_free);
+    meta->params = NULL;
+    double w = frame_width ? frame_width : 1, h = frame_height ? frame_height : 1;
+    GstStructure *detection = gst_structure_new("detection",
+        "x_min", G_TYPE_DOUBLE, region->x / w, "y_min", G_TYPE_DOUBLE, region->y / h,
+        "x_max", G_TYPE_DOUBLE, (region->x + region->width) / w, "y_max", G_TYPE_DOUBLE, (region->y + region->height) / h,
+        "label_id", G_TYPE_INT, region->label_id, NULL);
+    if (region->confidence >= 0) gst_structure_set(detection, "confidence", G_TYPE_DOUBLE, region->confidence, NULL);
+    gst_video_region_of_interest_meta_add_param(meta, detection);
+    if (region->object_id >= 0)
+        gst_video_region_of_interest_meta_add_param(meta, gst_structure_new("object_id", "id", G_TYPE_INT, region->object_id, NULL));
+    if (region->keypoint_count > 0 && keypoints) {
+        GValue points = G_VALUE_INIT, v = G_VALUE_INIT;
+        g_value_init(&points, GST_TYPE_ARRAY);
+        g_value_init(&v, G_TYPE_DOUBLE);
+        for (guint i = 0; i < region->keypoint_count; i++) {
+            g_value_set_double(&v, keypoints[2 * i] / w);
+            gst_value_array_append_value(&points, &v);
+            g_value_set_double(&v, keypoints[2 * i + 1] / h);
+            gst_value_array_append_value(&points, &v);
+        }
+        GstStructure *s = gst_structure_new_empty("keypoints");
+        gst_structure_take_value(s, "points", &points);
+        g_value_unset(&v);
+        gst_video_region_of_interest_meta_add_param(meta, s);
+    }
+    if (region->attribute_count > 0 && names && values) {
+        GstStructure *s = gst_structure_new_empty("attributes");
+        for (guint i = 0; i < region->attribute_count; i++)
+            gst_structure_set(s, names[i], G_TYPE_STRING, values[i], NULL);
+        gst_video_region_of_interest_meta_add_param(meta, s);
+    }
+}
+
+void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_height, const SLRegion *region,
+                          const double *keypoints, const char *const *names, const char *const *values) {
+    // Ids 0, 1, 2… in the buffer, so bindings can fetch each by id
+    // (GstVideo.buffer_get_video_region_of_interest_meta_id in Python).
+    gint id = 0;
+    gpointer state = NULL;
+    while (gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) id++;
+    GstVideoRegionOfInterestMeta *meta = gst_buffer_add_video_region_of_interest_meta(buffer, region->label, 0, 0, 0, 0);
+    if (!meta) return;
+    meta->id = id;
+    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values);
+}
+
+gboolean sl_buffer_set_region(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, const SLRegion *region,
+                              const double *keypoints, const char *const *names, const char *const *values) {
+    GstVideoRegionOfInterestMeta *meta = sl_region_at(buffer, index);
+    if (!meta) return FALSE;
+    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values);
+    return TRUE;
+}
+
+guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_height, SLRegion *regions, guint max) {
+    gpointer state = NULL;
+    GstMeta *meta;
+    guint n = 0;
+    while ((meta = gst_buffer_iterate_meta_filtered(buffer, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
+        GstVideoRegionOfInterestMeta *roi = (GstVideoRegionOfInterestMeta *)meta;
+        if (n < max && regions) {
+            SLRegion *r = &regions[n];
+            memset(r, 0, sizeof *r);
+            g_strlcpy(r->label, roi->roi_type ? g_quark_to_string(roi->roi_type) : "", sizeof r->label);
+            r->x = roi->x; r->y = roi->y; r->width = roi->w; r->height = roi->h;
+            r->confidence = -1; r->label_id = -1; r->object_id = -1;
+            GstStructure *detection = gst_video_region_of_interest_meta_get_param(roi, "detection");
+            if (detection) {
+                gst_structure_get_double(detection, "confidence", &r->confidence);
+                gst_structure_get_int(detection, "label_id", &r->label_id);
+                // The normalised corners keep what whole pixels lose (a detector's 179.4).
+                double x0, y0, x1, y1;
+                if (frame_width && frame_height && gst_structure_get_double(detection, "x_min", &x0)
+                    && gst_structure_get_double(detection, "y_min", &y0) && gst_structure_get_double(detection, "x_max", &x1)
+                    && gst_structure_get_double(detection, "y_max", &y1) && isfinite(x0) && isfinite(y0) && isfinite(x1)
+                    && isfinite(y1) && x1 >= x0 && y1 >= y0) {
+                    r->x = x0 * frame_width; r->y = y0 * frame_height;
+                    r->width = (x1 - x0) * frame_width; r->height = (y1 - y0) * frame_height;
+                }
+            }
+            GstStructure *object = gst_video_region_of_interest_meta_get_param(roi, "object_id");
+            if (object) gst_structure_get_int(object, "id", &r->object_id);
+            GstStructure *keypoints = gst_video_region_of_interest_meta_get_param(roi, "keypoints");
+            const GValue *points = keypoints ? gst_structure_get_value(keypoints, "points") : NULL;
+            if (points && GST_VALUE_HOLDS_ARRAY(points)) r->keypoint_count = gst_value_array_get_size(points) / 2;
+            GstStructure *attributes = gst_video_region_of_interest_meta_get_param(roi, "attributes");
+            if (attributes) r->attribute_count = (guint)gst_structure_n_fields(attributes);
+        }
+        n++;
+    }
+    return n;
+}
+
+guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, double *xy, guint max) {
+    GstVideoRegionOfInterestMeta *roi = sl_region_at(buffer, index);
+    GstStructure *keypoints = roi ? gst_video_region_of_interest_meta_get_param(roi, "keypoints") : NULL;
+    const GValue *points = keypoints ? gst_structure_get_value(keypoints, "points") : NULL;
+    if (!points || !GST_VALUE_HOLDS_ARRAY(points)) return 0;
+    guint n = gst_value_array_get_size(points) / 2, filled = 0;
+    for (guint i = 0; i < n && filled < max; i++) {
+        const GValue *x = gst_value_array_get_value(points, 2 * i), *y = gst_value_array_get_value(points, 2 * i + 1);
+        if (!G_VALUE_HOLDS_DOUBLE(x) || !G_VALUE_HOLDS_DOUBLE(y)) continue;
+        xy[2 * filled] = g_value_get_double(x) * frame_width;
+        xy[2 * filled + 1] = g_value_get_double(y) * frame_height;
+        filled++;
+    }
+    return filled;
+}
+
+gboolean sl_buffer_region_attribute(GstBuffer *buffer, guint index, guint n, const char **name, const char **value) {
+    GstVideoRegionOfInterestMeta *roi = sl_region_at(buffer, index);
+    GstStructure *attributes = roi ? gst_video_region_of_interest_meta_get_param(roi, "attributes") : NULL;
+    if (!attributes || n >= (guint)gst_structure_n_fields(attributes)) return FALSE;
+    *name = gst_structure_nth_field_name(attributes, n);
+    const GValue *v = gst_structure_get_value(attributes, *name);
+    *value = v && G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "";
+    return TRUE;
+}
