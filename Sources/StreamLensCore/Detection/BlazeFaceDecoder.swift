@@ -4,7 +4,8 @@ import Foundation
 /// `TensorsToDetectionsCalculatorOptions` plus the anchors and the suppression, as the
 /// `decoder.parameters` of a model manifest (snake_case keys). Keys with a default below may
 /// be left out.
-public struct BlazeFaceDecoderOptions: Sendable, Codable, Equatable {
+public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
+    public static let decoderName = "blazeface"
     /// Order of the four box values of each anchor (MediaPipe's `box_format`).
     public enum BoxOrder: String, Sendable, Codable, CaseIterable {
         /// Centre x, centre y, width, height (MediaPipe `XYWH`, i.e. `reverse_output_order: true`;
@@ -129,6 +130,24 @@ public struct BlazeFaceDecoderOptions: Sendable, Codable, Equatable {
         suppression = try c.decodeIfPresent(SuppressionOptions.self, forKey: .suppression) ?? SuppressionOptions()
     }
 
+    /// The anchors must be made for the model's input size, and the options must hold.
+    public func validate(input: ModelManifest.Input) throws {
+        guard anchors.inputWidth == input.width, anchors.inputHeight == input.height else {
+            throw StageError("the decoder's anchors are for \(anchors.inputWidth)x\(anchors.inputHeight) but the input is \(input.width)x\(input.height)")
+        }
+        try validate()
+    }
+
+    public mutating func override(minScore: Double?, suppression: SuppressionOptions.Method?) {
+        if let minScore { self.minScore = minScore }
+        if let suppression { self.suppression.method = suppression }
+    }
+
+    /// One class: every detection gets the first label (id 0).
+    public func makeDecoder(labels: [String]) throws -> any DetectionDecoder {
+        try BlazeFaceDecoder(options: self, label: labels.first)
+    }
+
     /// Everything that would make decoding read past an anchor's values or divide by zero. The
     /// sums and products are checked without computing them: a manifest's integers may be near
     /// Int.max, where `offset + 4` would trap instead of failing the check (found by fuzzing).
@@ -161,7 +180,7 @@ public struct BlazeFaceDecoderOptions: Sendable, Codable, Equatable {
 /// Decodes a BlazeFace-family SSD model (MediaPipe's face detectors and their kin): one box
 /// regression and one score per anchor, anchors generated from `SSDAnchorOptions`.
 /// Pure arithmetic on the two output tensors; the runtime that produced them is not its concern.
-public struct BlazeFaceDecoder: Sendable {
+public struct BlazeFaceDecoder: DetectionDecoder {
     public let options: BlazeFaceDecoderOptions
     /// In the model's output order.
     public let anchors: [Anchor]
@@ -225,6 +244,18 @@ public struct BlazeFaceDecoder: Sendable {
         return (boxes, scores)
     }
 
+    /// DetectionDecoder: the boxes and the scores outputs, by `resolveOutputs`.
+    public func bind(_ outputs: [ModelOutput]) throws -> [Int] {
+        let (boxes, scores) = try resolveOutputs(names: outputs.map(\.name), shapes: outputs.map(\.shape))
+        return [boxes, scores]
+    }
+
+    /// DetectionDecoder: `decode(boxes:scores:)` of the two bound outputs.
+    public func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> [Detection] {
+        guard outputs.count == 2 else { return [] }
+        return decode(boxes: outputs[0], scores: outputs[1])
+    }
+
     /// Detections in normalised model-input coordinates (0…1; a face at the edge may stick out
     /// a little), suppressed as the options say. Anchors scoring below `min_score`, and any
     /// whose values are NaN or infinite or whose box has a negative size, are skipped. Extra
@@ -276,7 +307,7 @@ public struct BlazeFaceDecoder: Sendable {
             guard keypoints.count == o.numKeypoints else { continue }
 
             found.append(Detection(box: Box(xMin: xCenter - w / 2, yMin: yCenter - h / 2, xMax: xCenter + w / 2, yMax: yCenter + h / 2),
-                                   score: score, keypoints: keypoints, label: label))
+                                   score: score, keypoints: keypoints, label: label, labelId: label == nil ? -1 : 0))
         }
         return found
     }

@@ -50,11 +50,14 @@ public struct Detection: Sendable, Equatable, Codable {
     /// In the same space as `box`.
     public var keypoints: [Point]
     public var label: String?
+    /// The class's index in the model's labels; -1 when unknown.
+    public var labelId: Int
 
-    public init(box: Box, score: Double, keypoints: [Point] = [], label: String? = nil) {
+    public init(box: Box, score: Double, keypoints: [Point] = [], label: String? = nil, labelId: Int = -1) {
         self.box = box
         self.score = score
         self.keypoints = keypoints
         self.label = label
+        self.labelId = labelId
     }
 }

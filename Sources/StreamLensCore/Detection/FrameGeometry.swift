@@ -109,6 +109,6 @@ public struct FrameGeometry: Sendable, Equatable {
         let w = Double(frameWidth), h = Double(frameHeight)
         let box = Box(xMin: min(max(topLeft.x, 0), w), yMin: min(max(topLeft.y, 0), h),
                       xMax: min(max(bottomRight.x, 0), w), yMax: min(max(bottomRight.y, 0), h))
-        return Detection(box: box, score: d.score, keypoints: d.keypoints.map(toFrame), label: d.label)
+        return Detection(box: box, score: d.score, keypoints: d.keypoints.map(toFrame), label: d.label, labelId: d.labelId)
     }
 }

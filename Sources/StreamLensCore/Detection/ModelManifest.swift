@@ -14,8 +14,8 @@ import Foundation
 public struct ModelManifest: Sendable, Codable, Equatable {
     /// The only `schema_version` this code reads.
     public static let schemaVersion = 1
-    /// Decoder names this code knows.
-    public static let knownDecoders = ["blazeface", "image"]
+    /// Decoder names this code knows (`DecoderRegistry`).
+    public static var knownDecoders: [String] { DecoderRegistry.names }
 
     public var schemaVersion: Int
     public var name: String
@@ -72,25 +72,36 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         public var mean: Double { 0 - valueRange[0] * scale }
     }
 
-    /// Which decoder turns the outputs into results, and its parameters: "blazeface" (face
-    /// boxes) or "image" (an image-to-image model: the output is a picture).
+    /// Which decoder turns the outputs into results, and its parameters: a detector family
+    /// from `DecoderRegistry` (which reads its own `parameters`), or "image" (an image-to-image
+    /// model: the output is a picture).
     public struct DecoderSpec: Sendable, Codable, Equatable {
         public enum Parameters: Sendable, Equatable {
-            case blazeface(BlazeFaceDecoderOptions)
+            case detector(any DetectionDecoderParameters)
             case image(ImageOutput)
+
+            public static func == (a: Parameters, b: Parameters) -> Bool {
+                switch (a, b) {
+                case let (.detector(x), .detector(y)): return x.isEqual(to: y)
+                case let (.image(x), .image(y)): return x == y
+                default: return false
+                }
+            }
         }
         public var parameters: Parameters
         public var name: String {
             switch parameters {
-            case .blazeface: return "blazeface"
-            case .image: return "image"
+            case .detector(let p): return type(of: p).decoderName
+            case .image: return DecoderRegistry.imageDecoderName
             }
         }
-        /// The detector options, when this is a BlazeFace decoder.
-        public var blazeFace: BlazeFaceDecoderOptions? {
-            if case .blazeface(let options) = parameters { return options }
+        /// The detector family's parameters, when this is a detector.
+        public var detector: (any DetectionDecoderParameters)? {
+            if case .detector(let p) = parameters { return p }
             return nil
         }
+        /// The BlazeFace options, when this is a BlazeFace decoder.
+        public var blazeFace: BlazeFaceDecoderOptions? { detector as? BlazeFaceDecoderOptions }
         /// The output image's description, when this is an image-to-image model.
         public var image: ImageOutput? {
             if case .image(let output) = parameters { return output }
@@ -98,19 +109,22 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         }
 
         public init(_ parameters: Parameters) { self.parameters = parameters }
-        public init(name: String = "blazeface", parameters: BlazeFaceDecoderOptions) { self.parameters = .blazeface(parameters) }
+        public init(parameters: any DetectionDecoderParameters) { self.parameters = .detector(parameters) }
 
         enum CodingKeys: String, CodingKey { case name, parameters }
 
-        /// Reads `parameters` only for a known name, so an unknown decoder is reported as such
-        /// rather than as a missing key of another decoder's parameters.
+        /// Reads `parameters` only for a known name, with that family's own reader, so an
+        /// unknown decoder is reported as such rather than as a missing key of another
+        /// decoder's parameters (and a bad key keeps its path: decoder.parameters.…).
         public init(from decoder: any Swift.Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let name = try c.decode(String.self, forKey: .name)
-            switch name {
-            case "blazeface": parameters = .blazeface(try c.decode(BlazeFaceDecoderOptions.self, forKey: .parameters))
-            case "image": parameters = .image(try c.decodeIfPresent(ImageOutput.self, forKey: .parameters) ?? ImageOutput())
-            default: throw UnknownDecoder(name: name)
+            if name == DecoderRegistry.imageDecoderName {
+                parameters = .image(try c.decodeIfPresent(ImageOutput.self, forKey: .parameters) ?? ImageOutput())
+            } else if let family = DecoderRegistry.detector(named: name) {
+                parameters = .detector(try family.init(from: try c.superDecoder(forKey: .parameters)))
+            } else {
+                throw UnknownDecoder(name: name)
             }
         }
 
@@ -118,7 +132,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(name, forKey: .name)
             switch parameters {
-            case .blazeface(let options): try c.encode(options, forKey: .parameters)
+            case .detector(let p): try p.encode(to: c.superEncoder(forKey: .parameters))
             case .image(let output): try c.encode(output, forKey: .parameters)
             }
         }
@@ -248,13 +262,9 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         for file in [model, style?.model, style?.image].compactMap({ $0 }) { _ = try ModelStore.Reference(file) }
         try Self.validate(input, what: "input")
         switch decoder.parameters {
-        case .blazeface(let options):
-            let anchors = options.anchors
-            guard anchors.inputWidth == input.width, anchors.inputHeight == input.height else {
-                throw StageError("the decoder's anchors are for \(anchors.inputWidth)x\(anchors.inputHeight) but the input is \(input.width)x\(input.height)")
-            }
-            try options.validate()
-            guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder 'blazeface'") }
+        case .detector(let parameters):
+            try parameters.validate(input: input)
+            guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder '\(decoder.name)'") }
         case .image(let output):
             try Self.validate(range: output.valueRange, what: "decoder.parameters.value_range")
         }
@@ -294,12 +304,13 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     public var mean: Double { input.mean }
     public var scale: Double { input.scale }
 
-    /// A BlazeFace decoder for this model, labelling its detections with the first label.
-    public func makeDecoder() throws -> BlazeFaceDecoder {
-        guard let options = decoder.blazeFace else {
+    /// This model's detection decoder (its family's, from `DecoderRegistry`), labelling
+    /// detections with the manifest's labels.
+    public func makeDecoder() throws -> any DetectionDecoder {
+        guard let parameters = decoder.detector else {
             throw StageError("model \(name) is not a detector (its decoder is '\(decoder.name)')")
         }
-        return try BlazeFaceDecoder(options: options, label: labels.first)
+        return try parameters.makeDecoder(labels: labels)
     }
 
     /// "input.width: expected Int …" style text: the key's path, then what was wrong.

@@ -96,5 +96,5 @@ func weightedMean(_ group: [Detection]) -> Detection {
             Point(x: mean { $0.keypoints[k].x }, y: mean { $0.keypoints[k].y })
         }
     }
-    return Detection(box: box, score: totalScore / Double(group.count), keypoints: keypoints, label: best.label)
+    return Detection(box: box, score: totalScore / Double(group.count), keypoints: keypoints, label: best.label, labelId: best.labelId)
 }
