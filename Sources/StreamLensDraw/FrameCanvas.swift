@@ -62,6 +62,16 @@ public final class FrameCanvas {
         }
     }
 
+    /// A filled disc (a keypoint).
+    public func dot(x: Double, y: Double, radius: Double, color: (Double, Double, Double)) {
+        let r = max(1, radius)
+        draw(x: x - r - 1, y: y - r - 1, width: 2 * r + 2, height: 2 * r + 2) { cr in
+            cairo_set_source_rgb(cr, color.0, color.1, color.2)
+            cairo_arc(cr, x, y, r, 0, 2 * Double.pi)
+            cairo_fill(cr)
+        }
+    }
+
     /// Text on a filled background whose top-left corner is at (x, y), kept inside the frame.
     public func label(_ text: String, x: Double, y: Double, size: Double,
                       color: (Double, Double, Double), background: (Double, Double, Double)) {

@@ -3,9 +3,10 @@ import StreamLensCore
 import StreamLensDraw
 import StreamLensInference
 
-/// `lensdetect`: finds faces (any BlazeFace-family detector described by a manifest in
-/// Models/), boxes them on the frame, attaches each as a GstVideoRegionOfInterestMeta, and can
-/// write them as JSON Lines.
+/// `lensdetect`: finds objects with a detector described by a manifest in Models/ (its labels
+/// name the classes), attaches each as a region of interest (GstVideoRegionOfInterestMeta in DL
+/// Streamer's layout) for the stages after it, and — as shortcuts for `lensoverlay` and
+/// `lensmetadata`, with the same code — can draw them and write them as JSON Lines.
 ///
 ///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! lensdetect model=Models/face-short-range.json metadata=faces.jsonl ! videoconvert ! autovideosink'
 ///
@@ -15,9 +16,9 @@ import StreamLensInference
 public final class DetectStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensdetect",
-        summary: "Detect faces with a BlazeFace-family model (OpenVINO), draw boxes, attach regions of interest",
+        summary: "Detect objects with the model a manifest describes (OpenVINO or remote), attach regions of interest, draw them",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect ! fakesink",
-        sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
+        sinkCaps: RegionPainter.sinkCaps,
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
@@ -29,20 +30,20 @@ public final class DetectStage: Stage {
             PropertySpec("cache-dir", .string, default: .string(""),
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("threshold", .double(0...1), default: .double(0),
-                         help: "minimum face score (0: the manifest's min_score)"),
+                         help: "minimum score (0: the manifest's min_score)"),
             PropertySpec("crop", .choice(["manifest", "letterbox", "center-crop", "stretch"]), default: .string("manifest"),
-                         help: "how the frame becomes the model's square: letterbox sees the whole frame; center-crop loses faces outside the centre"),
+                         help: "how the frame becomes the model's input: letterbox sees the whole frame; center-crop loses objects outside the centre"),
             PropertySpec("suppression", .choice(["manifest", "weighted", "nms", "none"]), default: .string("manifest"),
                          help: "overlap suppression: weighted averages overlapping boxes by score (the iOS app's), nms keeps the best"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
                          help: "run the model every N-th frame; frames in between keep the last boxes"),
-            PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels"),
-            PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour, #rrggbb"),
+            PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
+            PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour: #rrggbb, class (a colour per label) or id (per object id)"),
             PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
             PropertySpec("overlay", .bool, default: .bool(false), live: true,
                          help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
-                         help: "write detections as JSON Lines to this file (- for stdout)"),
+                         help: "write detections as JSON Lines to this file (- for stdout): lensmetadata's writer (docs/metadata.md)"),
         ] + RemoteSettings.properties,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
@@ -52,13 +53,38 @@ public final class DetectStage: Stage {
                        help: "next device (one not present is refused with a warning; the next press goes on from it)"),
         ])
 
+    /// The properties that may change while playing, decoded once (at start and on each live
+    /// change): no string lookups per frame.
+    struct LiveSettings {
+        var interval: Int
+        var draw: Bool
+        var corner: Bool
+        var painter: RegionPainter
+        var inFlight: Int
+
+        init(_ settings: StageSettings) throws {
+            let color = settings.string("color")
+            guard let coloring = RegionPainter.coloring(color) else {
+                throw StageError("property color=\(color) is not a #rrggbb colour, class or id")
+            }
+            interval = settings.int("interval")
+            draw = settings.bool("draw")
+            corner = settings.bool("overlay")
+            // lensdetect always drew boxes and captions, not keypoints.
+            painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), keypoints: false)
+            inFlight = settings.int("in-flight")
+        }
+    }
+
     private let manifest: ModelManifest
     private let manifestPath: String
-    private let decoder: BlazeFaceDecoder
+    /// The manifest's detector family (DecoderRegistry), with the stage's overrides.
+    private let decoder: any DetectionDecoder
     private let engine: InferenceEngine
     private var options: InferenceOptions
     private let crop: CropMode
     private var settings: StageSettings
+    private var live: LiveSettings
     /// Local (OpenVINO here) or remote (device=remote).
     private var model: (any ImageInference)?
     /// device=remote: frames whose requests are on their way, oldest first (see `finishOldest`).
@@ -69,43 +95,32 @@ public final class DetectStage: Stage {
         var work: Work
         var model: RemoteImageModel
         var geometry: FrameGeometry
-        var outputs: (boxes: Int, scores: Int)
+        var outputs: [Int]
         var arrived: UInt64
     }
     private var remoteRecord = RemoteRecord()
-    private var outputIndices = (boxes: 0, scores: 1)
+    /// The model outputs the decoder reads, in its order (`DetectionDecoder.bind`).
+    private var outputIndices: [Int] = []
     private var geometry: FrameGeometry?
-    private var last: [Detection] = []
-    /// Where JSON Lines go; a write error stops them (with one warning), never the run.
-    private var metadata: FileWriter?
-    /// The metadata file, opened at the first frame.
-    private var metadataPath: String?
-    /// One encoder for every JSON Lines record (made once, not per frame).
-    private let metadataEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    /// The regions of the last inference (frames in between keep them: `interval`).
+    private var last: [RegionOfInterest] = []
+    /// `metadata=`: lensmetadata's writer.
+    private var metadata: MetadataWriter?
     private var inferenceTimes: [Double] = []
-    /// Arrival times of the last 30 frames, for the overlay's frame rate.
-    private var frameTimes: [UInt64] = []
-    private var facesFound = 0
+    private var frameRate = FrameRateMeter()
+    private var found = 0
 
     public init(settings: StageSettings) throws {
         self.settings = settings
+        live = try LiveSettings(settings)
         manifestPath = settings.string("model")
         manifest = try ModelManifest.load(path: manifestPath)
-        guard var decoderOptions = manifest.decoder.blazeFace else {
+        guard var parameters = manifest.decoder.detector else {
             throw StageError("\(manifestPath) describes an image-to-image model (decoder '\(manifest.decoder.name)'), not a detector; use it with lensstylize")
         }
-        if settings.double("threshold") > 0 { decoderOptions.minScore = settings.double("threshold") }
-        switch settings.string("suppression") {
-        case "weighted": decoderOptions.suppression.method = .weighted
-        case "nms": decoderOptions.suppression.method = .nms
-        case "none": decoderOptions.suppression.method = .none
-        default: break
-        }
-        decoder = try BlazeFaceDecoder(options: decoderOptions)
+        parameters.override(minScore: settings.double("threshold") > 0 ? settings.double("threshold") : nil,
+                            suppression: SuppressionOptions.Method(rawValue: settings.string("suppression")))
+        decoder = try parameters.makeDecoder(labels: manifest.labels)
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
@@ -121,22 +136,8 @@ public final class DetectStage: Stage {
             // A catalogue model that is not installed fails the start, not the first frame.
             _ = try manifest.resolve(manifest.model, relativeTo: manifestPath)
         }
-        guard Self.parseColor(settings.string("color")) != nil else {
-            throw StageError("property color=\(settings.string("color")) is not a #rrggbb colour")
-        }
         let path = settings.string("metadata")
-        if path == "-" {
-            metadata = FileWriter.standardOutput()
-        } else if !path.isEmpty {
-            // Checked now, created (truncated) at the first frame: a run that fails to start
-            // leaves an existing file as it was.
-            let exists = FileManager.default.fileExists(atPath: path)
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            guard exists ? access(path, W_OK) == 0 : access(folder, W_OK) == 0 else {
-                throw StageError("cannot write metadata file \(path)")
-            }
-            metadataPath = path
-        }
+        if !path.isEmpty { metadata = try MetadataWriter(location: path) }
     }
 
     static var defaultCacheDirectory: String {
@@ -170,9 +171,7 @@ public final class DetectStage: Stage {
                 model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
                                                   frame: frame, region: region, options: options)
             }
-            let (boxes, scores) = try decoder.resolveOutputs(names: model.outputs.map(\.name), shapes: model.outputs.map(\.shape))
-            try decoder.validate(boxesShape: model.outputs[boxes].shape, scoresShape: model.outputs[scores].shape)
-            outputIndices = (boxes, scores)
+            outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
             self.model = model
         } catch let error as InferenceError {
             throw StageError("\(manifestPath): \(error.message)")
@@ -186,7 +185,7 @@ public final class DetectStage: Stage {
     public func process(_ frame: Frame) -> FrameOutcome {
         guard let model, let geometry else { return .forward }
         let arrived = DispatchTime.now().uptimeNanoseconds
-        let due = frame.index % settings.int("interval") == 0
+        let due = frame.index % live.interval == 0
         if let remote = model as? RemoteImageModel {
             // The request goes out now; the frame waits, in order, for its answer.
             var work = InFlight.Work.reuseLast
@@ -208,11 +207,9 @@ public final class DetectStage: Stage {
             let start = DispatchTime.now().uptimeNanoseconds
             do {
                 let found = try frame.pixels.withBytes { pixels in
-                    try model.infer(pixels) { outputs in
-                        decoder.decode(boxes: outputs[outputIndices.boxes], scores: outputs[outputIndices.scores])
-                    }
+                    try model.infer(pixels) { outputs in decoder.decode(outputIndices.map { outputs[$0] }) }
                 }
-                last = found.map(geometry.toFrame)
+                last = regions(found, geometry)
             } catch {
                 return .failed(reason: "\(error)")
             }
@@ -231,12 +228,13 @@ public final class DetectStage: Stage {
         switch entry.work {
         case .request(let request):
             let requests = inFlight.reduce(0) { n, e in if case .request = e.work { return n + 1 } else { return n } }
-            if !wait && !request.isFinished && requests < settings.int("in-flight") { return nil }
+            if !wait && !request.isFinished && requests < live.inFlight { return nil }
             var failure: InferenceError?
             do {
                 let outputs = try entry.model.outputs(of: request.wait().get())
-                let found = decoder.decode(boxes: outputs[entry.outputs.boxes].values, scores: outputs[entry.outputs.scores].values)
-                last = found.map(entry.geometry.toFrame)
+                let bound = entry.outputs.map { outputs[$0].values }
+                let found = Self.withBuffers(bound) { decoder.decode($0) }
+                last = regions(found, entry.geometry)
                 recordInferenceTime(request.roundTripMilliseconds)
             } catch let error as InferenceError {
                 failure = error
@@ -262,30 +260,32 @@ public final class DetectStage: Stage {
         if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
     }
 
-    /// The frame's boxes (`last`) as regions of interest, drawn, written; the frame's time in
-    /// the stage counted for the latency it reports.
+    /// Decoded detections (model space) as regions in frame pixels.
+    private func regions(_ detections: [Detection], _ geometry: FrameGeometry) -> [RegionOfInterest] {
+        detections.map { RegionOfInterest(geometry.toFrame($0)) }
+    }
+
+    /// Float arrays as the buffers a decoder reads.
+    private static func withBuffers<R>(_ arrays: [[Float]], _ body: ([UnsafeBufferPointer<Float>]) -> R) -> R {
+        func nest(_ i: Int, _ done: [UnsafeBufferPointer<Float>]) -> R {
+            guard i < arrays.count else { return body(done) }
+            return arrays[i].withUnsafeBufferPointer { nest(i + 1, done + [$0]) }
+        }
+        return nest(0, [])
+    }
+
+    /// The frame's regions (`last`) attached, drawn, written; the frame's time in the stage
+    /// counted for the latency it reports.
     private func annotate(_ frame: Frame, arrived: UInt64) {
-        facesFound += last.count
-        for d in last {
-            frame.pixels.addRegionOfInterest(RegionOfInterest(
-                label: d.label ?? "face", x: Int(d.box.xMin.rounded()), y: Int(d.box.yMin.rounded()),
-                width: Int(d.box.width.rounded()), height: Int(d.box.height.rounded()), score: d.score))
+        found += last.count
+        for region in last { frame.pixels.addRegionOfInterest(region) }
+        frameRate.frameArrived()
+        if (live.draw && !last.isEmpty) || live.corner {
+            let corner = live.corner ? frameRate.cornerText(age: frame.ageOnArrival,
+                                                            extra: String(format: "inference %.1f ms", inferenceTimes.last ?? 0)) : nil
+            live.painter.paint(live.draw ? last : [], on: frame, corner: corner)
         }
-        let now = DispatchTime.now().uptimeNanoseconds
-        frameTimes.append(now)
-        if frameTimes.count > 30 { frameTimes.removeFirst(frameTimes.count - 30) }
-        if (settings.bool("draw") && !last.isEmpty) || settings.bool("overlay") { draw(last, on: frame) }
-        if metadata == nil, let path = metadataPath {
-            metadataPath = nil
-            switch FileWriter.create(path) {
-            case .success(let writer): metadata = writer
-            case .failure(let error): notices.append(StageNotice(.warning, "\(error.message); detections are not written"))
-            }
-        }
-        if let writer = metadata, !write(last, frame: frame, to: writer) {
-            notices.append(StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on"))
-            metadata = nil
-        }
+        if let metadata, let notice = metadata.write(last, frame: frame) { notices.append(notice) }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
         latency.add(milliseconds: inStage)
         stageTimes.append(inStage)
@@ -300,6 +300,12 @@ public final class DetectStage: Stage {
     private var latency = ReportedLatency()
 
     public func settingsChanged(_ settings: StageSettings) {
+        do {
+            live = try LiveSettings(settings)
+        } catch {
+            notices.append(StageNotice(.warning, "\(error); keeping the previous settings"))
+            return
+        }
         self.settings = settings
         let device = settings.string("device")
         guard device != options.device else { return }
@@ -328,69 +334,15 @@ public final class DetectStage: Stage {
         return notices
     }
 
-    private func draw(_ detections: [Detection], on frame: Frame) {
-        let color = Self.parseColor(settings.string("color")) ?? (0, 1, 0)
-        let thickness = Double(settings.int("thickness"))
-        frame.pixels.withMutableBytes { bytes in
-            guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
-                                           stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }
-            let size = max(12, Double(frame.format.height) / 40)
-            if settings.bool("overlay") {
-                var text = "inference \(String(format: "%.1f", inferenceTimes.last ?? 0)) ms"
-                // Live sources: how old the frame was when it reached the stage.
-                if let age = frame.ageOnArrival { text += String(format: "  latency %.0f ms", Double(age) / 1e6) }
-                if frameTimes.count > 1 {
-                    let fps = Double(frameTimes.count - 1) / (Double(frameTimes.last! - frameTimes.first!) / 1e9)
-                    text = String(format: "%.1f fps  ", fps) + text
-                }
-                canvas.label(text, x: 4, y: 4, size: size, color: (1, 1, 1), background: (0, 0, 0))
-            }
-            guard settings.bool("draw") else { return }
-            for d in detections {
-                canvas.rectangle(x: d.box.xMin, y: d.box.yMin, width: d.box.width, height: d.box.height, color: color, thickness: thickness)
-                canvas.label(String(format: "%@ %.2f", d.label ?? "face", d.score), x: d.box.xMin, y: d.box.yMin - size * 1.3,
-                             size: size, color: (0, 0, 0), background: color)
-            }
-        }
-    }
-
-    /// One JSON Lines record; false once the writer has failed.
-    private func write(_ detections: [Detection], frame: Frame, to writer: FileWriter) -> Bool {
-        struct Line: Encodable {
-            var time: Double?
-            var frame: Int
-            var detections: [Face]
-        }
-        struct Face: Encodable {
-            var label: String
-            var score: Double
-            var x, y, width, height: Double   // frame pixels
-            var keypoints: [[Double]]         // [x, y] in frame pixels
-        }
-        func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
-        let line = Line(time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index, detections: detections.map { d in
-            Face(label: d.label ?? "face", score: (d.score * 1e4).rounded() / 1e4,
-                 x: r1(d.box.xMin), y: r1(d.box.yMin), width: r1(d.box.width), height: r1(d.box.height),
-                 keypoints: d.keypoints.map { [r1($0.x), r1($0.y)] })
-        })
-        guard var data = try? metadataEncoder.encode(line) else { return true }
-        data.append(0x0A)
-        return writer.write(data)
-    }
-
     public var summary: String? {
         guard !inferenceTimes.isEmpty else { return nil }
         let sorted = inferenceTimes.sorted()
         let stage = stageTimes.sorted()
-        let text = String(format: "inference %.1f ms median (%d runs), %d face boxes, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
-                          inferenceTimes.count, facesFound, stage.isEmpty ? 0 : stage[stage.count / 2],
+        // "20 face boxes" for a one-class detector, "20 boxes" for several classes.
+        let what = manifest.labels.count == 1 ? "\(manifest.labels[0]) boxes" : "boxes"
+        let text = String(format: "inference %.1f ms median (%d runs), %d %@, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
+                          inferenceTimes.count, found, what, stage.isEmpty ? 0 : stage[stage.count / 2],
                           stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
         return model is RemoteImageModel || remoteRecord.requests > 0 ? text + ", " + remoteRecord.summary : text
-    }
-
-    static func parseColor(_ text: String) -> (Double, Double, Double)? {
-        let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
-        guard hex.count == 6, let v = Int(hex, radix: 16) else { return nil }
-        return (Double((v >> 16) & 0xFF) / 255, Double((v >> 8) & 0xFF) / 255, Double(v & 0xFF) / 255)
     }
 }

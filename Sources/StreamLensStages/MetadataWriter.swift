@@ -1,0 +1,93 @@
+import Foundation
+import StreamLensCore
+
+/// Writes each frame's regions of interest as one JSON Lines record (schema in
+/// docs/metadata.md; `schemaVersion` on every line). The one writer behind `lensmetadata` and
+/// lensdetect's `metadata` shortcut.
+///
+/// The file is checked when the stage starts and created (truncated) at the first frame, so a
+/// run that fails to start leaves an existing file as it was; a write error (a full disk, a
+/// reader gone) stops the records with one warning, never the video.
+final class MetadataWriter {
+    /// Version 1 had no `schema_version` key and only label, score, x, y, width, height and
+    /// keypoints per detection; version 2 adds the frame's size, label_id, object_id and
+    /// attributes (and omits score when the producer gave none).
+    static let schemaVersion = 2
+
+    private var writer: FileWriter?
+    /// The file, until it is created at the first frame.
+    private var pendingPath: String?
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// `location`: a path, or `-` for standard output. Throws a StageError naming the file
+    /// when it cannot be written.
+    init(location: String) throws {
+        if location == "-" {
+            writer = FileWriter.standardOutput()
+            return
+        }
+        let exists = FileManager.default.fileExists(atPath: location)
+        let folder = URL(fileURLWithPath: location).deletingLastPathComponent().path
+        guard exists ? access(location, W_OK) == 0 : access(folder, W_OK) == 0 else {
+            throw StageError("cannot write metadata file \(location)")
+        }
+        pendingPath = location
+    }
+
+    struct Line: Encodable {
+        var schemaVersion: Int
+        var time: Double?
+        var frame: Int
+        var width: Int
+        var height: Int
+        var detections: [Region]
+        enum CodingKeys: String, CodingKey {
+            case schemaVersion = "schema_version"
+            case time, frame, width, height, detections
+        }
+    }
+
+    struct Region: Encodable {
+        var label: String
+        var labelId: Int
+        var score: Double?
+        var x, y, width, height: Double   // frame pixels
+        var keypoints: [[Double]]         // [x, y] in frame pixels
+        var objectId: Int
+        var attributes: [String: String]?
+        enum CodingKeys: String, CodingKey {
+            case label, score, x, y, width, height, keypoints, attributes
+            case labelId = "label_id"
+            case objectId = "object_id"
+        }
+    }
+
+    /// The record for one frame; a notice when writing failed (then nothing more is written).
+    func write(_ regions: [RegionOfInterest], frame: Frame) -> StageNotice? {
+        if writer == nil, let path = pendingPath {
+            pendingPath = nil
+            switch FileWriter.create(path) {
+            case .success(let w): writer = w
+            case .failure(let error): return StageNotice(.warning, "\(error.message); detections are not written")
+            }
+        }
+        guard let writer else { return nil }
+        func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
+        let line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
+                        width: frame.format.width, height: frame.format.height, detections: regions.map { r in
+            Region(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
+                   x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
+                   keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
+                   attributes: r.attributes.isEmpty ? nil : r.attributes)
+        })
+        guard var data = try? encoder.encode(line) else { return nil }
+        data.append(0x0A)
+        if writer.write(data) { return nil }
+        self.writer = nil
+        return StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on")
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import StreamLensCore
+
+/// `lensoverlay`: draws whatever regions of interest reach it — boxes, labels with scores,
+/// object ids, keypoints, attributes — after any producer of regions (lensdetect draw=false, a
+/// tracker, an application's own stage, a GStreamer element that adds the meta). The frame
+/// goes on unchanged but for the drawing.
+///
+///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensoverlay ! videoconvert ! autovideosink'
+public final class OverlayStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensoverlay",
+        summary: "Draw the regions of interest on the frames: boxes, labels and scores, object ids, keypoints, attributes",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensoverlay ! fakesink",
+        sinkCaps: RegionPainter.sinkCaps,
+        properties: [
+            PropertySpec("color", .string, default: .string("class"), live: true,
+                         help: "box colour: #rrggbb, class (a colour per label; the first is green) or id (a colour per object id)"),
+            PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
+            PropertySpec("labels", .bool, default: .bool(true), live: true, help: "draw each region's label, object id and score"),
+            PropertySpec("keypoints", .bool, default: .bool(true), live: true, help: "draw each region's keypoints"),
+            PropertySpec("attributes", .bool, default: .bool(true), live: true, help: "draw each region's attributes under its box"),
+            PropertySpec("overlay", .bool, default: .bool(false), live: true,
+                         help: "draw the frame rate and (live sources) the frame's latency in the top-left corner"),
+        ],
+        keys: [
+            KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
+            KeyBinding(["l"], .toggle(property: "labels"), help: "labels on or off"),
+        ])
+
+    /// The property table, decoded once (at start and on each live change).
+    struct Settings {
+        var painter: RegionPainter
+        var corner: Bool
+
+        init(_ settings: StageSettings) throws {
+            let color = settings.string("color")
+            guard let coloring = RegionPainter.coloring(color) else {
+                throw StageError("property color=\(color) is not a #rrggbb colour, class or id")
+            }
+            painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), labels: settings.bool("labels"),
+                                    keypoints: settings.bool("keypoints"), attributes: settings.bool("attributes"))
+            corner = settings.bool("overlay")
+        }
+    }
+
+    private var settings: Settings
+    private var frameRate = FrameRateMeter()
+    private var notices: [StageNotice] = []
+
+    public init(settings: StageSettings) throws {
+        self.settings = try Settings(settings)
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        frameRate.frameArrived()
+        let corner = settings.corner ? frameRate.cornerText(age: frame.ageOnArrival) : nil
+        settings.painter.paint(frame.pixels.regionsOfInterest(), on: frame, corner: corner)
+        return .forward
+    }
+
+    public func settingsChanged(_ settings: StageSettings) {
+        do {
+            self.settings = try Settings(settings)
+        } catch {
+            notices.append(StageNotice(.warning, "\(error); keeping the previous drawing settings"))
+        }
+    }
+
+    public func takeNotices() -> [StageNotice] {
+        defer { notices = [] }
+        return notices
+    }
+}
+
+/// The frame rate over the last 30 frames and the text of the corner overlay.
+struct FrameRateMeter {
+    private var times: [UInt64] = []
+
+    mutating func frameArrived(at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        times.append(now)
+        if times.count > 30 { times.removeFirst(times.count - 30) }
+    }
+
+    var framesPerSecond: Double? {
+        guard times.count > 1, let first = times.first, let last = times.last, last > first else { return nil }
+        return Double(times.count - 1) / (Double(last - first) / 1e9)
+    }
+
+    /// "29.9 fps  latency 41 ms" (latency for live sources only), with `extra` between them.
+    func cornerText(age: UInt64?, extra: String? = nil) -> String {
+        var parts: [String] = []
+        if let fps = framesPerSecond { parts.append(String(format: "%.1f fps", fps)) }
+        if let extra { parts.append(extra) }
+        if let age { parts.append(String(format: "latency %.0f ms", Double(age) / 1e6)) }
+        return parts.joined(separator: "  ")
+    }
+}

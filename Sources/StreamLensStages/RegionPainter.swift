@@ -1,0 +1,103 @@
+import Foundation
+import StreamLensCore
+import StreamLensDraw
+
+/// Draws regions of interest on a frame: each box, a label with its score (and the object's id
+/// once a tracker gave one), its keypoints and its attributes; optionally a line of text in the
+/// top-left corner (the stage's frame rate and latency). The one drawing code behind
+/// `lensoverlay` and lensdetect's `draw` shortcut.
+struct RegionPainter {
+    /// The packed RGB formats the painter draws on (lensdetect's, lensoverlay's caps).
+    static let sinkCaps = "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}"
+
+    enum Coloring: Equatable {
+        /// Every region in this colour.
+        case fixed((Double, Double, Double))
+        /// A colour per label id (the palette's first is green: a one-class detector looks as
+        /// lensdetect always drew).
+        case perClass
+        /// A colour per object id (per class while a region has none).
+        case perObject
+
+        static func == (a: Coloring, b: Coloring) -> Bool {
+            switch (a, b) {
+            case let (.fixed(x), .fixed(y)): return x == y
+            case (.perClass, .perClass), (.perObject, .perObject): return true
+            default: return false
+            }
+        }
+    }
+
+    var coloring: Coloring = .fixed((0, 1, 0))
+    var thickness: Double = 3
+    var labels = true
+    var keypoints = true
+    var attributes = true
+
+    /// The `color` property: `#rrggbb`, `class` or `id`; nil when it is none of those.
+    static func coloring(_ text: String) -> Coloring? {
+        switch text {
+        case "class": return .perClass
+        case "id": return .perObject
+        default: return parseColor(text).map { .fixed($0) }
+        }
+    }
+
+    static func parseColor(_ text: String) -> (Double, Double, Double)? {
+        let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
+        guard hex.count == 6, let v = Int(hex, radix: 16) else { return nil }
+        return (Double((v >> 16) & 0xFF) / 255, Double((v >> 8) & 0xFF) / 255, Double(v & 0xFF) / 255)
+    }
+
+    /// Twelve colours far apart (green first), cycled by class or object id.
+    static let palette: [(Double, Double, Double)] = [
+        (0, 1, 0), (1, 0.3, 0.3), (0.3, 0.6, 1), (1, 0.85, 0), (1, 0.3, 1), (0, 1, 1),
+        (1, 0.6, 0.2), (0.6, 1, 0.4), (0.7, 0.5, 1), (1, 1, 1), (0.4, 0.8, 0.7), (0.9, 0.6, 0.7),
+    ]
+
+    func color(of region: RegionOfInterest) -> (Double, Double, Double) {
+        let index: Int
+        switch coloring {
+        case .fixed(let c): return c
+        case .perClass: index = max(0, region.labelId)
+        case .perObject: index = region.objectId >= 0 ? region.objectId : max(0, region.labelId)
+        }
+        return Self.palette[index % Self.palette.count]
+    }
+
+    /// "face 0.87", "car #12 0.64": what the region's label box says.
+    static func caption(_ region: RegionOfInterest) -> String {
+        var text = region.label.isEmpty ? (region.labelId >= 0 ? "class \(region.labelId)" : "object") : region.label
+        if region.objectId >= 0 { text += " #\(region.objectId)" }
+        if let c = region.confidence { text += String(format: " %.2f", c) }
+        return text
+    }
+
+    /// Draws on the frame (a writable map); nothing when there is nothing to draw.
+    func paint(_ regions: [RegionOfInterest], on frame: Frame, corner: String? = nil) {
+        guard !regions.isEmpty || corner != nil else { return }
+        frame.pixels.withMutableBytes { bytes in
+            guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
+                                           stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }
+            let size = max(12, Double(frame.format.height) / 40)
+            if let corner { canvas.label(corner, x: 4, y: 4, size: size, color: (1, 1, 1), background: (0, 0, 0)) }
+            for region in regions {
+                let color = color(of: region)
+                canvas.rectangle(x: region.x, y: region.y, width: region.width, height: region.height, color: color, thickness: thickness)
+                if labels {
+                    canvas.label(Self.caption(region), x: region.x, y: region.y - size * 1.3, size: size, color: (0, 0, 0), background: color)
+                }
+                if keypoints {
+                    for p in region.keypoints { canvas.dot(x: p.x, y: p.y, radius: max(2, thickness), color: color) }
+                }
+                if attributes {
+                    var y = region.y + region.height + 2
+                    for (name, value) in region.attributes.sorted(by: { $0.key < $1.key }) {
+                        canvas.label("\(name): \(value)", x: region.x, y: y, size: size * 0.8, color: (0, 0, 0), background: color)
+                        y += size * 1.05
+                    }
+                }
+            }
+        }
+    }
+}
