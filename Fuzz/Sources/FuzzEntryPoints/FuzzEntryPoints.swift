@@ -189,7 +189,10 @@ public enum FuzzEntryPoints {
         guard manifest.decoder.blazeFace != nil else { return }
         let decoder: BlazeFaceDecoder
         do {
-            decoder = try manifest.makeDecoder()
+            guard let made = try manifest.makeDecoder() as? BlazeFaceDecoder else { throw FuzzFinding("blazeface parameters made another decoder") }
+            decoder = made
+        } catch let finding as FuzzFinding {
+            throw finding
         } catch {
             throw FuzzFinding("a validated manifest's decoder failed: \(error)")
         }
