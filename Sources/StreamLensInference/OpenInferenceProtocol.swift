@@ -25,9 +25,12 @@ public struct RemoteModelAddress: Sendable, Equatable {
     /// 503, 504), with back-off 50 ms, 100 ms, 200 ms… Errors the server means (400, 404, 500)
     /// are not retried.
     public var retries: Int
+    /// Requests on their way at once (frames wait in order for theirs).
+    public var inFlight: Int
 
-    public init(server: URL, model: String, version: String = "", timeout: Double = 2, retries: Int = 2) {
+    public init(server: URL, model: String, version: String = "", timeout: Double = 2, retries: Int = 2, inFlight: Int = 4) {
         self.server = server; self.model = model; self.version = version; self.timeout = timeout; self.retries = retries
+        self.inFlight = inFlight
     }
 
     /// "model NAME (version V) on http://…"
@@ -60,29 +63,58 @@ public struct RemoteModelMetadata: Decodable, Sendable, Equatable {
     public var outputs: [RemoteTensorMetadata]
 }
 
-/// One request on its way: finished by the session's thread, waited for by the stage's.
+/// One request on its way, to a server or to OpenVINO's own threads: finished there, waited for
+/// by the stage's worker. A remote answer arrives whole (`finish`); a local request only says it
+/// is done (`markDone`) and its outputs are read by `collect` on the thread that waits.
 public final class PendingInference: @unchecked Sendable {
     private let lock = NSLock()
     private var result: Result<[TensorData], InferenceError>?
-    private let done = DispatchSemaphore(value: 0)
-    /// When it was sent (DispatchTime nanoseconds) and the bytes of its body both ways.
+    private var done = false
+    private var collect: (() -> Result<[TensorData], InferenceError>)?
+    private let signal = DispatchSemaphore(value: 0)
+    /// When it was sent (DispatchTime nanoseconds) and the bytes of its body both ways (0 for
+    /// a local request).
     public let sent = DispatchTime.now().uptimeNanoseconds
     public let bytesSent: Int
     private var _bytesReceived = 0
     private var _finishedAt: UInt64 = 0
 
-    init(bytesSent: Int) { self.bytesSent = bytesSent }
+    /// `collect`: for a local request, turns the finished request into its result.
+    init(bytesSent: Int, collect: (() -> Result<[TensorData], InferenceError>)? = nil) {
+        self.bytesSent = bytesSent
+        self.collect = collect
+    }
 
     func finish(_ result: Result<[TensorData], InferenceError>, bytesReceived: Int) {
         lock.withLock {
             self.result = result
+            done = true
             _bytesReceived = bytesReceived
             _finishedAt = DispatchTime.now().uptimeNanoseconds
         }
-        done.signal()
+        signal.signal()
     }
 
-    public var isFinished: Bool { lock.withLock { result != nil } }
+    /// A local request is done: its result is read when someone waits.
+    func markDone() {
+        lock.withLock {
+            done = true
+            _finishedAt = DispatchTime.now().uptimeNanoseconds
+        }
+        signal.signal()
+    }
+
+    /// The model goes away before anyone collected the result: `error` is the result.
+    func abandon(_ error: InferenceError) {
+        lock.withLock {
+            collect = nil
+            if result == nil { result = .failure(error) }
+        }
+    }
+
+    public var isFinished: Bool { lock.withLock { done || result != nil } }
+    /// The result has been read (a local request's infer request is free again).
+    var isCollected: Bool { lock.withLock { result != nil } }
     public var bytesReceived: Int { lock.withLock { _bytesReceived } }
     /// Milliseconds from sending to the answer (retries included).
     public var roundTripMilliseconds: Double { lock.withLock { Double(_finishedAt &- sent) / 1e6 } }
@@ -90,9 +122,17 @@ public final class PendingInference: @unchecked Sendable {
     /// Blocks until the answer (or the failure) is there.
     public func wait() -> Result<[TensorData], InferenceError> {
         if let result = lock.withLock({ result }) { return result }
-        done.wait()
-        done.signal() // a second wait returns at once
-        return lock.withLock { result! }
+        if !lock.withLock({ done }) {
+            signal.wait()
+            signal.signal() // a second wait returns at once
+        }
+        return lock.withLock {
+            if result == nil, let collect {
+                result = collect()
+                self.collect = nil
+            }
+            return result ?? .failure(InferenceError("the request ended without a result"))
+        }
     }
 }
 

@@ -10,9 +10,27 @@ public protocol ImageInference: AnyObject {
     func setInput(name: String, values: [Float]) throws
     /// One frame in, the outputs in place (in `outputs`' order) for the duration of `body`.
     func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R
+    /// One frame in, at once; its outputs come with the ticket (the one asynchronous path:
+    /// OpenVINO's infer requests here, a request to the server there).
+    func submit(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference
+    /// A finished ticket's tensors in `outputs`' order, each checked against its shape.
+    func outputs(of answer: [TensorData]) throws -> [TensorData]
+    /// Where the model runs, when that is a server: its failures are outages (frames go on
+    /// without inference, with back-off), not broken frames.
+    var remoteAddress: RemoteModelAddress? { get }
+    /// Requests that may be in flight at once (OpenVINO infer requests; a server's in-flight).
+    var requestCount: Int { get }
 }
 
-extension ImageModel: ImageInference {}
+extension ImageModel: ImageInference {
+    public func outputs(of answer: [TensorData]) throws -> [TensorData] {
+        guard answer.count == outputs.count else {
+            throw InferenceError("the model gave \(answer.count) outputs, expected \(outputs.count)")
+        }
+        return answer
+    }
+    public var remoteAddress: RemoteModelAddress? { nil }
+}
 
 extension ImageInference {
     /// The other input `name`, checked to take `count` values: what `setInput` validates,
@@ -55,6 +73,12 @@ public final class RemoteImageModel: ImageInference {
         _ = try otherInput(named: name, count: values.count)
         otherValues[name] = values.withUnsafeBytes { Data($0) }
     }
+
+    public var remoteAddress: RemoteModelAddress? { address }
+    public var requestCount: Int { max(1, address.inFlight) }
+
+    /// Pre-processes the frame (here, now) and sends it; the answer comes later.
+    public func submit(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference { try send(pixels) }
 
     /// Pre-processes the frame (here, now) and sends it; the answer comes later.
     public func send(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference {

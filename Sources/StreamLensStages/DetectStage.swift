@@ -27,6 +27,8 @@ public final class DetectStage: Stage {
             PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"),
                          help: "inference precision hint"),
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("nireq", .int(1...16), default: .int(2),
+                         help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is prepared and delivered while the next is inferred"),
             PropertySpec("cache-dir", .string, default: .string(""),
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("threshold", .double(0...1), default: .double(0),
@@ -60,7 +62,6 @@ public final class DetectStage: Stage {
         var draw: Bool
         var corner: Bool
         var painter: RegionPainter
-        var inFlight: Int
 
         init(_ settings: StageSettings) throws {
             let color = settings.string("color")
@@ -72,7 +73,6 @@ public final class DetectStage: Stage {
             corner = settings.bool("overlay")
             // lensdetect always drew boxes and captions, not keypoints.
             painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), keypoints: false)
-            inFlight = settings.int("in-flight")
         }
     }
 
@@ -85,20 +85,18 @@ public final class DetectStage: Stage {
     private let crop: CropMode
     private var settings: StageSettings
     private var live: LiveSettings
-    /// Local (OpenVINO here) or remote (device=remote).
+    /// Local (OpenVINO here) or remote (device=remote): the same asynchronous path.
     private var model: (any ImageInference)?
-    /// device=remote: frames whose requests are on their way, oldest first (see `finishOldest`).
-    private var inFlight: [InFlight] = []
-    private struct InFlight {
-        enum Work { case request(PendingInference), reuseLast, serverAway }
+    /// Frames waiting for their inference, in order (local infer requests or a server's).
+    private let queue = InferenceQueue<Waiting>()
+    private struct Waiting {
         var frame: Frame
-        var work: Work
-        var model: RemoteImageModel
+        /// The format's geometry and the decoder's outputs when the frame came (a caps or
+        /// device change meanwhile does not touch frames already on their way).
         var geometry: FrameGeometry
         var outputs: [Int]
         var arrived: UInt64
     }
-    private var remoteRecord = RemoteRecord()
     /// The model outputs the decoder reads, in its order (`DetectionDecoder.bind`).
     private var outputIndices: [Int] = []
     private var geometry: FrameGeometry?
@@ -128,6 +126,7 @@ public final class DetectStage: Stage {
         options.device = settings.string("device")
         if settings.string("precision") != "default" { options.precision = settings.string("precision") }
         options.threads = settings.int("threads")
+        options.requests = settings.int("nireq")
         let cache = settings.string("cache-dir")
         options.cacheDirectory = cache.isEmpty ? Self.defaultCacheDirectory : cache
         self.options = options
@@ -182,76 +181,44 @@ public final class DetectStage: Stage {
         last = []
     }
 
+    /// Every frame waits, in order, for its inference (or for the frames ahead of it, between
+    /// `interval`s): submitted now, finished by `finishOldest`.
     public func process(_ frame: Frame) -> FrameOutcome {
         guard let model, let geometry else { return .forward }
-        let arrived = DispatchTime.now().uptimeNanoseconds
-        let due = frame.index % live.interval == 0
-        if let remote = model as? RemoteImageModel {
-            // The request goes out now; the frame waits, in order, for its answer.
-            var work = InFlight.Work.reuseLast
-            if due {
-                if remoteRecord.mayTry(now: arrived) {
-                    do {
-                        work = .request(try frame.pixels.withBytes { try remote.send($0) })
-                    } catch {
-                        return .failed(reason: "\(error)")
-                    }
-                } else {
-                    work = .serverAway
-                }
-            }
-            inFlight.append(InFlight(frame: frame, work: work, model: remote, geometry: geometry, outputs: outputIndices, arrived: arrived))
-            return .pending
-        }
-        if due {
-            let start = DispatchTime.now().uptimeNanoseconds
+        let waiting = Waiting(frame: frame, geometry: geometry, outputs: outputIndices, arrived: DispatchTime.now().uptimeNanoseconds)
+        if frame.index % live.interval == 0 {
             do {
-                let found = try frame.pixels.withBytes { pixels in
-                    try model.infer(pixels) { outputs in decoder.decode(outputIndices.map { outputs[$0] }) }
-                }
-                last = regions(found, geometry)
+                try frame.pixels.withBytes { try queue.submit(model, pixels: $0, context: waiting) }
             } catch {
                 return .failed(reason: "\(error)")
             }
-            recordInferenceTime(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        } else {
+            queue.queueWithoutInference(waiting)
         }
-        annotate(frame, arrived: arrived)
-        return .forward
+        return .pending
     }
 
-    /// device=remote: the oldest frame, once its answer is in (or the window of `in-flight`
-    /// requests is full, or the stream ends: then it waits). A failed request lets the frame go
-    /// on without boxes; the server is tried again after a back-off, and the stage says when
-    /// it went away and when it came back.
+    /// The oldest frame, once its inference is in (or the window of requests in flight is full,
+    /// or the stream ends: then it waits), with its boxes. A server's failed request lets the
+    /// frame go on without boxes; the server is tried again after a back-off, and the stage
+    /// says when it went away and when it came back.
     public func finishOldest(wait: Bool) -> FrameOutcome? {
-        guard let entry = inFlight.first else { return .forward }
-        switch entry.work {
-        case .request(let request):
-            let requests = inFlight.reduce(0) { n, e in if case .request = e.work { return n + 1 } else { return n } }
-            if !wait && !request.isFinished && requests < live.inFlight { return nil }
-            var failure: InferenceError?
-            do {
-                let outputs = try entry.model.outputs(of: request.wait().get())
-                let bound = entry.outputs.map { outputs[$0].values }
-                let found = Self.withBuffers(bound) { decoder.decode($0) }
-                last = regions(found, entry.geometry)
-                recordInferenceTime(request.roundTripMilliseconds)
-            } catch let error as InferenceError {
-                failure = error
-                last = []
-            } catch {
-                failure = InferenceError("\(error)")
-                last = []
-            }
-            if let notice = remoteRecord.record(request, error: failure, address: entry.model.address) { notices.append(notice) }
-        case .serverAway:
-            remoteRecord.skip()
+        guard !queue.isEmpty else { return .forward }
+        guard let (waiting, outcome) = queue.takeOldest(wait: wait) else { return nil }
+        notices += queue.takeNotices()
+        switch outcome {
+        case .outputs(let outputs, let milliseconds):
+            let bound = waiting.outputs.map { outputs[$0].values }
+            last = regions(Self.withBuffers(bound) { decoder.decode($0) }, waiting.geometry)
+            recordInferenceTime(milliseconds)
+        case .notAsked:
+            break // the last boxes stay
+        case .serverAway, .lost:
             last = []
-        case .reuseLast:
-            break
+        case .failed(let error):
+            return .failed(reason: "\(error)")
         }
-        inFlight.removeFirst()
-        annotate(entry.frame, arrived: entry.arrived)
+        annotate(waiting.frame, arrived: waiting.arrived)
         return .forward
     }
 
@@ -343,6 +310,6 @@ public final class DetectStage: Stage {
         let text = String(format: "inference %.1f ms median (%d runs), %d %@, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
                           inferenceTimes.count, found, what, stage.isEmpty ? 0 : stage[stage.count / 2],
                           stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
-        return model is RemoteImageModel || remoteRecord.requests > 0 ? text + ", " + remoteRecord.summary : text
+        return queue.summary.map { text + ", " + $0 } ?? text
     }
 }

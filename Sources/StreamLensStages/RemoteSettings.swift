@@ -36,7 +36,8 @@ enum RemoteSettings {
         var model = settings.string("remote-model")
         if model.isEmpty { model = URL(fileURLWithPath: manifestPath).deletingPathExtension().lastPathComponent }
         return RemoteModelAddress(server: url, model: model, version: settings.string("remote-version"),
-                                  timeout: Double(settings.int("timeout-ms")) / 1000, retries: settings.int("retries"))
+                                  timeout: Double(settings.int("timeout-ms")) / 1000, retries: settings.int("retries"),
+                                  inFlight: settings.int("in-flight"))
     }
 }
 

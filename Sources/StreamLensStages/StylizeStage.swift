@@ -40,6 +40,8 @@ public final class StylizeStage: Stage {
             PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"), live: true,
                          help: "inference precision hint"),
             PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("nireq", .int(1...16), default: .int(2),
+                         help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is shrunk and blended while the next is stylized"),
             PropertySpec("cache-dir", .string, default: .string(""),
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
@@ -53,8 +55,19 @@ public final class StylizeStage: Stage {
             KeyBinding(["s"], .cycle(property: "smoothing", values: ["0", "0.5", "0.8"]), help: "smoothing: off, 0.5, 0.8"),
         ])
 
+    /// The properties read on every frame, decoded once (at start and on each live change).
+    struct LiveSettings {
+        var strength: Double
+        var smoothing: Double
+        init(_ settings: StageSettings) {
+            strength = settings.double("strength")
+            smoothing = settings.double("smoothing")
+        }
+    }
+
     private let engine: InferenceEngine
     private var settings: StageSettings
+    private var live: LiveSettings
     private var stylizer: Stylizer
     /// The configuration the settings ask for; a background load is running when it differs
     /// from the stylizer's.
@@ -86,6 +99,7 @@ public final class StylizeStage: Stage {
 
     public init(settings: StageSettings) throws {
         self.settings = settings
+        live = LiveSettings(settings)
         do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
         let configuration = try Self.configuration(from: settings)
         if configuration.remote == nil {
@@ -102,6 +116,7 @@ public final class StylizeStage: Stage {
         options.device = settings.string("device")
         if settings.string("precision") != "default" { options.precision = settings.string("precision") }
         options.threads = settings.int("threads")
+        options.requests = settings.int("nireq")
         let cache = settings.string("cache-dir")
         options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
         return StylizerConfiguration(manifestPath: settings.string("model"), styleImage: settings.string("style-image"),
@@ -129,7 +144,7 @@ public final class StylizeStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         applyFinishedReloads()
-        let strength = settings.double("strength")
+        let strength = live.strength
         guard strength > 0, let format = self.format, let frameLayout = PackedRGBLayout(pixelFormat: format.pixelFormat) else {
             return .forward // strength 0: the frame goes on untouched
         }
@@ -152,46 +167,25 @@ public final class StylizeStage: Stage {
             }
         }
         let inferStart = DispatchTime.now().uptimeNanoseconds
-        if let remote = compiled.model as? RemoteImageModel {
-            // The request goes out now; the frame waits, in order, for its answer (finishOldest).
-            let request: PendingInference?
-            if remoteRecord.mayTry(now: inferStart) {
-                do {
-                    request = try small.withUnsafeBytes { try remote.send($0) }
-                } catch {
-                    return .failed(reason: "\(error)")
-                }
-            } else {
-                request = nil
-            }
-            inFlight.append(InFlight(frame: frame, request: request, model: remote, output: compiled.output, decoding: stylizer.output, small: small,
-                                     strength: strength, layout: frameLayout, start: start, sent: inferStart))
-            return .pending
-        }
-        var convertStart = inferStart
+        // The shrunk picture is copied into the request (or sent) now; the frame waits, in
+        // order, for its output (finishOldest).
+        let waiting = Waiting(frame: frame, output: compiled.output, outputShape: compiled.model.outputs[compiled.output].shape,
+                              decoding: stylizer.output, small: small, strength: strength, layout: frameLayout, start: start, sent: inferStart)
         do {
-            try small.withUnsafeBytes { input in
-                try compiled.model.infer(input) { outputs in
-                    convertStart = DispatchTime.now().uptimeNanoseconds
-                    writeStyled(outputs[compiled.output], shape: compiled.model.outputs[compiled.output].shape, as: stylizer.output)
-                }
-            }
+            try small.withUnsafeBytes { try queue.submit(compiled.model, pixels: $0, context: waiting) }
         } catch {
             return .failed(reason: "\(error)")
         }
-        finish(frame, strength: strength, layout: frameLayout, times: (start, inferStart, convertStart))
-        return .forward
+        return .pending
     }
 
-    /// device=remote: frames whose requests are on their way, oldest first, each with its shrunk
-    /// picture (smoothing compares consecutive ones).
-    private var inFlight: [InFlight] = []
-    private struct InFlight {
+    /// Frames waiting for their stylized picture, oldest first (local infer requests or a
+    /// server's), each with its shrunk picture (smoothing compares consecutive ones).
+    private let queue = InferenceQueue<Waiting>()
+    private struct Waiting {
         var frame: Frame
-        /// nil: sent while the server was away (the frame goes on unstylized).
-        var request: PendingInference?
-        var model: RemoteImageModel
         var output: Int
+        var outputShape: [Int]
         /// The manifest's output description: a stylizer swapped meanwhile has its own.
         var decoding: ModelManifest.ImageOutput
         var small: [UInt8]
@@ -200,35 +194,26 @@ public final class StylizeStage: Stage {
         var start: UInt64
         var sent: UInt64
     }
-    private var remoteRecord = RemoteRecord()
 
-    /// device=remote: the oldest frame, once its answer is in (or the window of `in-flight`
-    /// requests is full, or the stream ends). A failed request lets the frame go on unstylized;
-    /// the server is tried again after a back-off.
+    /// The oldest frame, once its output is in (or the window of requests in flight is full, or
+    /// the stream ends). A server's failed request lets the frame go on unstylized; the server
+    /// is tried again after a back-off.
     public func finishOldest(wait: Bool) -> FrameOutcome? {
-        guard let entry = inFlight.first else { return .forward }
-        guard let request = entry.request else {
-            inFlight.removeFirst()
-            remoteRecord.skip()
+        guard !queue.isEmpty else { return .forward }
+        guard let (waiting, outcome) = queue.takeOldest(wait: wait) else { return nil }
+        notices += queue.takeNotices()
+        switch outcome {
+        case .outputs(let outputs, _):
+            let convertStart = DispatchTime.now().uptimeNanoseconds
+            outputs[waiting.output].values.withUnsafeBufferPointer { writeStyled($0, shape: waiting.outputShape, as: waiting.decoding) }
+            small = waiting.small
+            finish(waiting.frame, strength: waiting.strength, layout: waiting.layout, times: (waiting.start, waiting.sent, convertStart))
             return .forward
+        case .notAsked, .serverAway, .lost:
+            return .forward // unstylized
+        case .failed(let error):
+            return .failed(reason: "\(error)")
         }
-        if !wait && !request.isFinished && inFlight.count < settings.int("in-flight") { return nil }
-        inFlight.removeFirst()
-        var failure: InferenceError?
-        let convertStart: UInt64
-        do {
-            let outputs = try entry.model.outputs(of: request.wait().get())
-            convertStart = DispatchTime.now().uptimeNanoseconds
-            outputs[entry.output].values.withUnsafeBufferPointer { writeStyled($0, shape: entry.model.outputs[entry.output].shape, as: entry.decoding) }
-        } catch {
-            failure = (error as? InferenceError) ?? InferenceError("\(error)")
-            if let notice = remoteRecord.record(request, error: failure, address: entry.model.address) { notices.append(notice) }
-            return .forward
-        }
-        if let notice = remoteRecord.record(request, error: nil, address: entry.model.address) { notices.append(notice) }
-        small = entry.small
-        finish(entry.frame, strength: entry.strength, layout: entry.layout, times: (entry.start, entry.sent, convertStart))
-        return .forward
     }
 
     /// The model's output image into `styled` (packed RGB at the inference size).
@@ -271,7 +256,7 @@ public final class StylizeStage: Stage {
     /// Temporal smoothing: an exponential average of the stylized frames while the scene stays
     /// still (the shrunk input changes by less than `sceneChange`), started afresh otherwise.
     private func smooth() {
-        let weight = Float(settings.double("smoothing"))
+        let weight = Float(live.smoothing)
         defer { swap(&previousSmall, &small) }
         guard weight > 0 else { history = []; return }
         let still = previousSmall.count == small.count && history.count == styled.count
@@ -299,6 +284,7 @@ public final class StylizeStage: Stage {
 
     public func settingsChanged(_ settings: StageSettings) {
         self.settings = settings
+        live = LiveSettings(settings)
         let configuration: StylizerConfiguration
         do {
             configuration = try Self.configuration(from: settings)
@@ -420,7 +406,7 @@ public final class StylizeStage: Stage {
         let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
                           median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
                           startupMilliseconds.style, startupMilliseconds.compile)
-        return remoteRecord.requests + remoteRecord.skipped > 0 ? text + "; " + remoteRecord.summary : text
+        return queue.summary.map { text + "; " + $0 } ?? text
     }
 }
 
