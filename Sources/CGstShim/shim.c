@@ -161,6 +161,7 @@ typedef struct {
     guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first)
     GList *pending_tags;      // guarded by lock
     gboolean has_pending_tags; // atomic
+    gint end_requested;       // atomic: an EOS was sent to the stage from outside (Ctrl-C)
 } SLStage;
 
 typedef struct {
@@ -664,6 +665,28 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 }
 
+// An EOS sent to the pipeline (Ctrl-C, a window closed) reaches every element flagged as a
+// source — and a bin holding an appsrc is flagged so. Let through, it made the inner appsrc end
+// the stream at once, before the frames the worker still held (waiting for their inference)
+// were pushed: the last frames of a lossless run were lost. Instead the first stage of a chain
+// asks its worker to end: it delivers what it holds, ends its output, and refuses more input
+// with EOS (upstream then stops, as for a sink that wanted N frames). A stage behind another
+// stage ignores it: the EOS reaches it in the stream, behind the frames.
+static gboolean sl_send_event(GstElement *element, GstEvent *event) {
+    if (GST_EVENT_TYPE(event) != GST_EVENT_EOS) return GST_ELEMENT_CLASS(sl_bin_class)->send_event(element, event);
+    gst_event_unref(event);
+    GList *up = sl_walk(element, FALSE);
+    gboolean behind_stage = FALSE;
+    for (GList *l = up; l; l = l->next) behind_stage |= sl_is_stage(l->data);
+    g_list_free_full(up, gst_object_unref);
+    if (!behind_stage) __atomic_store_n(&((SLStage *)element)->end_requested, 1, __ATOMIC_RELEASE);
+    return TRUE;
+}
+
+gboolean sl_stage_end_requested(GstElement *stage) {
+    return __atomic_load_n(&((SLStage *)stage)->end_requested, __ATOMIC_ACQUIRE) != 0;
+}
+
 static void sl_class_init(gpointer g_class, gpointer class_data) {
     SLStageClass *klass = (SLStageClass *)g_class;
     SLStageClassData *data = class_data;
@@ -675,6 +698,7 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
     object_class->finalize = sl_finalize;
     GstElementClass *element_class = GST_ELEMENT_CLASS(g_class);
     element_class->change_state = sl_change_state;
+    element_class->send_event = sl_send_event;
 
     for (guint i = 0; i < data->info.n_props; i++) {
         const SLPropSpec *p = &data->info.props[i];

@@ -136,6 +136,14 @@ final class StageWorker: @unchecked Sendable {
                 endWithoutSource()
                 return
             }
+            // Ctrl-C reached this stage (the first of its chain): the frames it holds go out,
+            // then its end-of-stream; upstream is refused with EOS from now on and stops.
+            if !streamFinished, sl_stage_end_requested(element) != 0 {
+                if !held.isEmpty, !deliverFinished(wait: true) { return }
+                finishStream()
+                sl_stage_set_downstream_flow(element, GST_FLOW_EOS)
+                downstreamDone = true
+            }
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.
             if !held.isEmpty, !deliverFinished(wait: false) { return }
@@ -204,39 +212,24 @@ final class StageWorker: @unchecked Sendable {
             reportPeriodically()
             // A stage whose cost is only known once it runs (a model) may raise its latency.
             if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
-            if case .pending = outcome {
-                held.append((pixels, pts, nil))
-            } else if held.isEmpty {
-                if !deliver(outcome, pixels: pixels, pts: pts) { return }
-            } else {
-                held.append((pixels, pts, outcome)) // behind frames still in flight
+            for (frame, outcome) in held.add((pixels, pts), outcome: outcome) {
+                if !deliver(outcome, pixels: frame.pixels, pts: frame.pts) { return }
             }
             if !held.isEmpty, !deliverFinished(wait: false) { return }
         }
     }
 
-    /// Frames the stage answered `.pending` for, and frames that came after them, oldest first
-    /// (an outcome once known). They leave in this order.
-    private var held: [(pixels: SamplePixels, pts: GstClockTime, outcome: FrameOutcome?)] = []
+    /// Frames the stage answered `.pending` for, and frames that came after them, oldest first.
+    /// They leave in this order (FrameDelivery: the same rule as the in-memory StageDriver's).
+    private var held = FrameDelivery<(pixels: SamplePixels, pts: GstClockTime)>()
 
     /// Delivers held frames from the oldest while their outcomes are known; `wait`: until none
     /// is left (end of stream). False when the worker must stop.
     private func deliverFinished(wait: Bool) -> Bool {
-        while let oldest = held.first {
-            var outcome = oldest.outcome
-            if outcome == nil {
-                outcome = stage.finishOldest(wait: wait)
-                postNotices()
-                if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
-            }
-            guard let outcome else { return true }
-            held.removeFirst()
-            if !deliver(outcome, pixels: oldest.pixels, pts: oldest.pts) {
-                held.removeAll()
-                return false
-            }
-        }
-        return true
+        held.deliverReady(from: stage, wait: wait, afterAsking: {
+            postNotices()
+            if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
+        }) { frame, outcome in deliver(outcome, pixels: frame.pixels, pts: frame.pts) }
     }
 
     /// Pushes a frame on or counts it dropped. False when the worker must stop (flushing).
@@ -318,11 +311,14 @@ final class StageWorker: @unchecked Sendable {
         finishStream()
     }
 
-    /// End of stream: the summary, then end-of-stream downstream.
+    /// End of stream: the summary, then end-of-stream downstream (once).
     private func finishStream() {
+        guard !streamFinished else { return }
+        streamFinished = true
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
+    private var streamFinished = false
 
     /// First sample and caps changes: tell the stage, and report the caps on the bus.
     private func handleCaps(of sample: OpaquePointer) -> Bool {

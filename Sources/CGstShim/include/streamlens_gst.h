@@ -177,6 +177,9 @@ guint64 sl_stage_buffers_arrived(GstElement *stage);
 guint64 sl_stage_buffers_refused(GstElement *stage);
 // What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see shim.c).
 void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
+// Whether an EOS was sent to the stage from outside (the pipeline's, on Ctrl-C): its worker then
+// delivers what it holds and ends its output (see sl_send_event in shim.c).
+gboolean sl_stage_end_requested(GstElement *stage);
 GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
 
 // The watchdog (a stage that restarts its source part). The source part: the elements beside the
