@@ -89,10 +89,18 @@ import Testing
         // The face of the astronaut, where DetectTests' reference box is (x 179.3, y 81.7, 92.1
         // wide), within a pixel or two: the device's default precision (bf16 where the CPU has
         // it, f32 elsewhere) moves the box by a fraction of a pixel, and the meta rounds it.
-        let boxes = lines.compactMap { line -> [Double]? in
-            guard let at = line.range(of: " at ") else { return nil }
-            let numbers = line[at.upperBound...].split(whereSeparator: { $0 == "," || $0 == " " || $0 == "x" }).compactMap { Double($0) }
+        func numbers(after marker: String, in line: Substring) -> [Double]? {
+            guard let at = line.range(of: marker) else { return nil }
+            let rest = line[at.upperBound...].prefix { $0 != "[" && $0 != "]" }
+            let numbers = rest.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "x" }).compactMap { Double($0) }
             return numbers.count == 4 ? numbers : nil
+        }
+        let boxes = lines.compactMap { numbers(after: " at ", in: $0) }
+        // DL Streamer's layout: the normalised corners give the box to a tenth of a pixel.
+        let exact = lines.compactMap { numbers(after: "label_id 0, box ", in: $0) }
+        #expect(exact.count == 4, "\(r.stdout)")
+        for (b, e) in zip(boxes, exact) {
+            #expect(abs(b[0] - e[0]) < 1 && abs(b[1] - e[1]) < 1 && abs(b[2] - e[2]) <= 1.5 && abs(b[3] - e[3]) <= 1.5, "\(b) vs \(e)")
         }
         #expect(boxes.count == 4, "\(r.stdout)")
         let f = DetectTests.faceInPhoto

@@ -6,7 +6,9 @@ GstVideoRegionOfInterestMeta in a pad probe.
     GST_PLUGIN_PATH=.build/release python3 examples/python/read_faces.py [PHOTO] [FRAMES] [MODEL]
 
 (or `make install-plugin` once, then no GST_PLUGIN_PATH). Prints one line per frame:
-`frame N: face 0.84 at 179,81 93x93`. Needs Debian's python3-gi.
+`frame N: face 0.84 at 179,81 93x93 [label_id 0, box 179.3,81.7 92.2x92.2]` — the meta's whole
+pixels, then its `detection` structure in Intel DL Streamer's layout (normalised corners,
+label_id, confidence; docs/metadata.md) turned into frame pixels. Needs Debian's python3-gi.
 """
 import sys
 
@@ -33,6 +35,8 @@ seen = 0
 def on_buffer(pad, info):
     global seen
     buffer = info.get_buffer()
+    caps = pad.get_current_caps().get_structure(0)
+    size = (caps.get_int("width")[1], caps.get_int("height")[1])
     faces = []
     i = 0
     while True:  # the stage numbers its regions 0, 1, 2… in each buffer
@@ -41,7 +45,13 @@ def on_buffer(pad, info):
             break
         detection = roi.get_param("detection")
         score = detection.get_double("confidence")[1] if detection else float("nan")
-        faces.append(f"{GLib.quark_to_string(roi.roi_type)} {score:.2f} at {roi.x},{roi.y} {roi.w}x{roi.h}")
+        text = f"{GLib.quark_to_string(roi.roi_type)} {score:.2f} at {roi.x},{roi.y} {roi.w}x{roi.h}"
+        if detection and detection.has_field("x_min"):
+            w, h = size
+            x0, y0 = detection.get_double("x_min")[1] * w, detection.get_double("y_min")[1] * h
+            x1, y1 = detection.get_double("x_max")[1] * w, detection.get_double("y_max")[1] * h
+            text += f" [label_id {detection.get_int('label_id')[1]}, box {x0:.1f},{y0:.1f} {x1 - x0:.1f}x{y1 - y0:.1f}]"
+        faces.append(text)
         i += 1
     print(f"frame {seen}: " + ("; ".join(faces) if faces else "no face"), flush=True)
     seen += 1
