@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
         .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
+        .library(name: "StreamLensTesting", targets: ["StreamLensTesting"]),
         .executable(name: "streamlens", targets: ["streamlens"]),
         // libgststreamlens.so: the stages as a GStreamer plugin (GST_PLUGIN_PATH, make install-plugin).
         .library(name: "gststreamlens", type: .dynamic, targets: ["CStreamLensPlugin", "StreamLensPlugin"]),
@@ -46,6 +47,9 @@ let package = Package(
         // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
         .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP"]),
+        // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
+        // rules (FrameDelivery), for tests of a stage alone.
+        .target(name: "StreamLensTesting", dependencies: ["StreamLensCore"]),
         // The plugin: its GST_PLUGIN_DEFINE descriptor (C) and the Swift function it calls.
         .target(name: "CStreamLensPlugin", dependencies: ["CGStreamer"]),
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages"]),
@@ -64,6 +68,7 @@ let package = Package(
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
+        .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore"]),
         .testTarget(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),

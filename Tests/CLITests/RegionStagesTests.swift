@@ -83,7 +83,7 @@ import Testing
         let cases = [
             ("lensoverlay color=blue", "property color=blue is not a #rrggbb colour, class or id"),
             ("lensmetadata location=/nonexistent/dir/m.jsonl", "cannot write metadata file /nonexistent/dir/m.jsonl"),
-            ("lensmetadata location=", "property location is empty"),
+            ("lensmetadata location=\"\"", "property location is empty"),
         ]
         for (stage, message) in cases {
             let r = try CLI.run(["run", "-q", "videotestsrc num-buffers=2 ! video/x-raw,format=RGB ! \(stage) ! fakesink"], timeout: 30)
