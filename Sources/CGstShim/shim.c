@@ -8,33 +8,6 @@
 
 // ---- macros and variadics as functions --------------------------------------------------
 
-GstClockTime sl_buffer_pts(GstBuffer *buffer) { return GST_BUFFER_PTS(buffer); }
-GstClockTime sl_buffer_duration(GstBuffer *buffer) { return GST_BUFFER_DURATION(buffer); }
-GstMessageType sl_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
-void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts) {
-    GST_BUFFER_PTS(buffer) = pts;
-    GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
-}
-
-GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_writable(buffer); }
-
-// ThreadSanitizer sees our threads and our reads and writes of buffers, but not GLib's locks
-// (futexes in uninstrumented code) that order a push into appsrc before the pull from the next
-// stage's appsink: without these it reports every restamped buffer as a race.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SL_THREAD_SANITIZER 1
-#endif
-#endif
-#ifdef SL_THREAD_SANITIZER
-void __tsan_acquire(void *address);
-void __tsan_release(void *address);
-void sl_handoff_release(const void *object) { __tsan_release((void *)object); }
-void sl_handoff_acquire(const void *object) { __tsan_acquire((void *)object); }
-#else
-void sl_handoff_release(const void *object) { (void)object; }
-void sl_handoff_acquire(const void *object) { (void)object; }
-#endif
 gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
 gboolean sl_is_element(gpointer object) { return GST_IS_ELEMENT(object); }
 const char *sl_element_factory_name(GstElement *element) {
@@ -54,62 +27,6 @@ GstElement *sl_pipeline_parse(const char *description, GError **error) {
     gst_bin_add(GST_BIN(pipeline), element); // takes its own reference
     gst_object_unref(element);
     return pipeline;
-}
-
-gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value) {
-    if (!g_object_class_find_property(G_OBJECT_GET_CLASS(object), name)) return FALSE;
-    gst_util_set_object_arg(G_OBJECT(object), name, value);
-    return TRUE;
-}
-
-guint sl_object_property_flags(gpointer object, const char *name) {
-    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
-    if (!spec) return 0;
-    guint flags = SL_PROPERTY_EXISTS;
-    if ((spec->flags & G_PARAM_WRITABLE) && !(spec->flags & G_PARAM_CONSTRUCT_ONLY)) flags |= SL_PROPERTY_WRITABLE;
-    // Changeable while playing: marked so, or controllable (a GstController may drive it while
-    // playing, e.g. videobalance's saturation).
-    if (spec->flags & (GST_PARAM_MUTABLE_PLAYING | GST_PARAM_CONTROLLABLE)) flags |= SL_PROPERTY_MUTABLE_PLAYING;
-    return flags;
-}
-
-// `value` as the property's type, in its range; FALSE (and `v` unset) when it is neither.
-static gboolean sl_property_value(gpointer object, const char *name, const char *value, GValue *v) {
-    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
-    if (!spec) return FALSE;
-    g_value_init(v, spec->value_type);
-    gboolean ok = gst_value_deserialize_with_pspec(v, value, spec);
-    if (ok) ok = !g_param_value_validate(spec, v); // TRUE from validate means it had to clamp
-    if (!ok) g_value_unset(v);
-    return ok;
-}
-
-gboolean sl_object_value_valid(gpointer object, const char *name, const char *value) {
-    GValue v = G_VALUE_INIT;
-    if (!sl_property_value(object, name, value, &v)) return FALSE;
-    g_value_unset(&v);
-    return TRUE;
-}
-
-gboolean sl_object_set_checked(gpointer object, const char *name, const char *value) {
-    GValue v = G_VALUE_INIT;
-    if (!sl_property_value(object, name, value, &v)) return FALSE;
-    g_object_set_property(G_OBJECT(object), name, &v);
-    g_value_unset(&v);
-    return TRUE;
-}
-
-char *sl_object_get_as_string(gpointer object, const char *name) {
-    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(object), name);
-    if (!spec) return NULL;
-    GValue v = G_VALUE_INIT;
-    g_value_init(&v, spec->value_type);
-    g_object_get_property(G_OBJECT(object), name, &v);
-    char *text = G_VALUE_HOLDS_STRING(&v) ? g_value_dup_string(&v)
-               : G_VALUE_HOLDS_DOUBLE(&v) ? g_strdup_printf("%g", g_value_get_double(&v))
-               : gst_value_serialize(&v);
-    g_value_unset(&v);
-    return text ? text : g_strdup("");
 }
 
 gboolean sl_element_has_unlinked_sink_pad(GstElement *element) {
@@ -260,51 +177,6 @@ static gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
         return FALSE;
     }
     return gst_pad_query_default(pad, parent, query);
-}
-
-gchar *sl_navigation_key_press(GstMessage *message) {
-    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ELEMENT
-        || gst_navigation_message_get_type(message) != GST_NAVIGATION_MESSAGE_EVENT) return NULL;
-    GstEvent *event = NULL;
-    if (!gst_navigation_message_parse_event(message, &event) || !event) return NULL;
-    const gchar *key = NULL;
-    gchar *result = NULL;
-    if (gst_navigation_event_get_type(event) == GST_NAVIGATION_EVENT_KEY_PRESS
-        && gst_navigation_event_parse_key_event(event, &key) && key) result = g_strdup(key);
-    gst_event_unref(event);
-    return result;
-}
-
-gboolean sl_error_is_window_closed(GstMessage *message) {
-    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ERROR || !GST_MESSAGE_SRC(message)
-        || !GST_IS_VIDEO_OVERLAY(GST_MESSAGE_SRC(message))) return FALSE;
-    GError *error = NULL;
-    gst_message_parse_error(message, &error, NULL);
-    gboolean closed = error && error->domain == GST_RESOURCE_ERROR && error->code == GST_RESOURCE_ERROR_NOT_FOUND;
-    if (error) g_error_free(error);
-    return closed;
-}
-
-gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *dropped) {
-    if (!GST_IS_BASE_SINK(element) || !GST_IS_VIDEO_OVERLAY(element)) return FALSE;
-    GstStructure *stats = NULL;
-    g_object_get(element, "stats", &stats, NULL);
-    if (!stats) return FALSE;
-    gboolean ok = gst_structure_get_uint64(stats, "rendered", rendered) && gst_structure_get_uint64(stats, "dropped", dropped);
-    gst_structure_free(stats);
-    return ok;
-}
-
-GstClockTime sl_live_latency(GstElement *pipeline) {
-    GstQuery *query = gst_query_new_latency();
-    GstClockTime result = GST_CLOCK_TIME_NONE;
-    if (gst_element_query(pipeline, query)) {
-        gboolean live; GstClockTime min, max;
-        gst_query_parse_latency(query, &live, &min, &max);
-        if (live) result = min;
-    }
-    gst_query_unref(query);
-    return result;
 }
 
 // CAPS on the sink pad of a pass-through stage: what downstream accepts, within the stage's
@@ -817,51 +689,3 @@ guint64 sl_stage_buffers_arrived(GstElement *stage) {
 guint64 sl_stage_buffers_refused(GstElement *stage) {
     return __atomic_load_n(&((SLStage *)stage)->refused, __ATOMIC_RELAXED);
 }
-
-GstClockTime sl_element_running_time_now(GstElement *element) {
-    GstClock *clock = gst_element_get_clock(element);
-    if (!clock) return GST_CLOCK_TIME_NONE;
-    GstClockTime now = gst_clock_get_time(clock);
-    gst_object_unref(clock);
-    GstClockTime base = gst_element_get_base_time(element);
-    return now >= base ? now - base : 0;
-}
-
-void sl_stage_post_error(GstElement *stage, const char *message, const char *debug) {
-    GError *error = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, message);
-    gst_element_post_message(stage, gst_message_new_error(GST_OBJECT(stage), error, debug));
-    g_error_free(error);
-}
-
-gsize sl_buffer_video_meta_size(GstBuffer *buffer) {
-    GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
-    guint heights[GST_VIDEO_MAX_PLANES] = {0};
-    if (!meta || !gst_video_meta_get_plane_height(meta, heights)) return 0;
-    gsize needed = 0;
-    for (guint i = 0; i < meta->n_planes && i < GST_VIDEO_MAX_PLANES; i++) {
-        gsize end = meta->offset[i] + (gsize)(meta->stride[i] > 0 ? meta->stride[i] : 0) * heights[i];
-        if (end > needed) needed = end;
-    }
-    return needed;
-}
-
-void sl_stage_post_warning(GstElement *stage, const char *message) {
-    GError *error = g_error_new_literal(GST_CORE_ERROR, GST_CORE_ERROR_FAILED, message);
-    gst_element_post_message(stage, gst_message_new_warning(GST_OBJECT(stage), error, NULL));
-    g_error_free(error);
-}
-
-void sl_stage_post_info(GstElement *stage, const char *kind, const char *text) {
-    GstStructure *s = gst_structure_new("streamlens", "kind", G_TYPE_STRING, kind, "text", G_TYPE_STRING, text, NULL);
-    gst_element_post_message(stage, gst_message_new_element(GST_OBJECT(stage), s));
-}
-
-gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text) {
-    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ELEMENT) return FALSE;
-    const GstStructure *s = gst_message_get_structure(message);
-    if (!s || !gst_structure_has_name(s, "streamlens")) return FALSE;
-    *kind = gst_structure_get_string(s, "kind");
-    *text = gst_structure_get_string(s, "text");
-    return *kind && *text;
-}
-
