@@ -1,8 +1,8 @@
-// See include/streamlens_gst.h. Each function here exists because Swift cannot import the
-// macro, variadic function or GObject boilerplate it wraps.
+// See include/streamlens_gst.h, "Elements": type checks, names and small element helpers that
+// Swift cannot write itself (a macro, a variadic function, a GstIterator callback). The rest of
+// the module, one concern a file: buffers.c, messages.c, properties.c, preview_window.c,
+// stage_element.c, stage_pads.c, stage_restart.c, regions.c, outputs.c, diagnosis.c.
 #include "streamlens_gst.h"
-
-// ---- macros and variadics as functions --------------------------------------------------
 
 gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
 gboolean sl_is_element(gpointer object) { return GST_IS_ELEMENT(object); }
