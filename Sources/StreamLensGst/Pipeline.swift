@@ -74,7 +74,7 @@ public final class Pipeline {
     /// Where messages go (stderr by default).
     public var log: (String) -> Void = { writeStderr($0 + "\n") }
     /// The filesinks of the run in progress, writing under temporary names until data arrives.
-    private var outputFiles: OutputFiles?
+    private(set) var outputFiles: OutputFiles?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -400,141 +400,9 @@ public final class Pipeline {
         return outcome!
     }
 
-    /// A file that ends early or loses frames on the way (cut short, damaged) ends the stream as
-    /// if all were well: the demuxer stops where the data stops, decoders skip what they cannot
-    /// decode. Compares the frames that reached the first stage with what the input's duration
-    /// and frame rate promise. No frame at all is an error (the output is empty); fewer than 90%
-    /// a warning (the output holds what could be read). Not when downstream ended the stream
-    /// itself (a sink that wanted N frames), nor for live or endless sources (no duration).
-    private func lostFrames() -> (fatal: Bool, text: String)? {
-        guard let stage = stages.first, sl_stage_buffers_refused(stage) == 0,
-              let pad = gst_element_get_static_pad(stage, "sink") else { return nil }
-        defer { gst_object_unref(pad) }
-        let arrived = Int(sl_stage_buffers_arrived(stage))
-        let name = objectName(stage)
-        var num: gint = 0, den: gint = 1
-        if let caps = gst_pad_get_current_caps(pad) {
-            if let structure = gst_caps_get_structure(caps, 0) { _ = gst_structure_get_fraction(structure, "framerate", &num, &den) }
-            gst_caps_unref(caps)
-        }
-        // One frame at rate 0/1: a picture. Written into a video file it is one sample of no
-        // duration, which players show as nothing.
-        if arrived == 1, num == 0, allElements().contains(where: { String(cString: sl_element_klass($0)).contains("Muxer") }) {
-            return (false, "\(name): the input is a single picture (no frame rate), so the video written holds one frame of no duration that players do not show; to make a clip of it, put imagefreeze num-buffers=N ! video/x-raw,framerate=30/1 after the decoder")
-        }
-        var duration: gint64 = -1
-        guard gst_pad_peer_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration > 0 else { return nil }
-        let seconds = Double(duration) / 1e9
-        if arrived == 0 {
-            return (true, "\(name): no frame arrived, though the input lasts \(String(format: "%.1f", seconds)) s: its frames cannot be read (a damaged file?)")
-        }
-        guard num > 0, den > 0 else { return nil } // variable frame rate: no count to expect
-        let expected = Int((seconds * Double(num) / Double(den)).rounded())
-        guard Double(arrived) < 0.9 * Double(expected) - 1 else { return nil }
-        return (false, "\(name): \(arrived) of the input's \(expected) frames arrived (\(String(format: "%.1f", seconds)) s at \(Self.rate(num, den)) fps): the input is cut short or damaged; the output holds the frames that could be read")
-    }
-
-    /// "lensdetect0: 3 frames were dropped because of errors (the first: …)" for the lossless
-    /// stages that dropped frames for errors, nil when none did.
-    private func framesDroppedForErrors() -> String? {
-        let lost = stages.compactMap { stage -> String? in
-            guard let dropped = StageElements.worker(of: stage)?.framesDroppedForErrors, dropped.lossless, dropped.count > 0 else { return nil }
-            return "\(objectName(stage)): \(dropped.count) frame\(dropped.count == 1 ? " was" : "s were") dropped because of errors (the first: \(dropped.first ?? "?"))"
-        }
-        return lost.isEmpty ? nil : lost.joined(separator: "; ")
-    }
-
-    private static func rate(_ num: gint, _ den: gint) -> String {
-        den == 1 ? "\(num)" : String(format: "%.2f", Double(num) / Double(den))
-    }
-
-    /// An error stopped part of the pipeline, but what is downstream of the failed element can
-    /// still finish: send it end-of-stream there, so encoders flush and muxers write their index
-    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS or the muxers' sinks' own (only
-    /// when there is a muxer). The EOS is sent from its own thread: a send that blocks must not
-    /// hang the host.
-    private func finalizeAfterError(_ bus: UnsafeMutablePointer<GstBus>, source: UnsafeMutablePointer<GstObject>?, options: Options) {
-        // Only a muxer's output needs finishing to be usable, and only once a stream reached it
-        // or the encoder before it (which may hold frames yet: x264enc looks ahead); else stop at
-        // once (a file that failed before its first frame: waiting would only add 5 s).
-        let elements = allElements()
-        func klass(_ e: UnsafeMutablePointer<GstElement>) -> String { String(cString: sl_element_klass(e)) }
-        guard let source, sl_is_element(source) != 0, elements.contains(where: { klass($0).contains("Muxer") }),
-              elements.contains(where: { (klass($0).contains("Muxer") || klass($0).contains("Encoder")) && sl_element_has_negotiated_sink_pad($0) != 0 })
-        else { return }
-        gst_object_ref(source)
-        let element = ElementReference(UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstElement.self))
-        Thread.detachNewThread {
-            sl_element_send_eos_downstream(element.pointer)
-            gst_object_unref(element.pointer)
-        }
-        // The muxers' sinks tell when their files are complete: the pipeline's own EOS may never
-        // come (a pipeline that failed before PLAYING does not aggregate its sinks' EOS).
-        var sinks: [UnsafeMutableRawPointer] = [] // references, released below
-        for muxer in elements where klass(muxer).contains("Muxer") {
-            let list = sl_element_downstream_sinks(muxer)
-            var node = list
-            while let n = node {
-                if let data = n.pointee.data { sinks.append(data) }
-                node = n.pointee.next
-            }
-            g_list_free(list) // the references move to `sinks`
-        }
-        if waitForEOS(bus, seconds: 5, sinks: sinks, options: options) { log("the output written so far was finalized") }
-        for sink in sinks { gst_object_unref(sink) }
-    }
-
-    /// The error cancelled the pipeline's pending change to PLAYING: an element that prerolls
-    /// only now (a file sink behind an encoder's look-ahead) would wait in PAUSED for ever.
-    private func resumePausedElements() {
-        for element in allElements() {
-            var state = GST_STATE_NULL, pending = GST_STATE_NULL
-            gst_element_get_state(element, &state, &pending, 0)
-            if state == GST_STATE_PAUSED { gst_element_set_state(element, GST_STATE_PLAYING) }
-        }
-    }
-
-    /// Waits for the pipeline's EOS, or for every one of `sinks` to have posted its own.
-    private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, sinks: [UnsafeMutableRawPointer] = [],
-                            options: Options) -> Bool {
-        if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "true") }
-        defer { if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "false") } }
-        var ended = Set<UnsafeMutableRawPointer>()
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000),
-                                                           GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ELEMENT.rawValue)) else {
-                resumePausedElements()
-                continue
-            }
-            defer { gst_message_unref(message) }
-            if sl_message_type(message) == GST_MESSAGE_EOS { return true }
-            if let source = sl_message_forwarded_eos_source(message) {
-                ended.insert(UnsafeMutableRawPointer(source))
-                gst_object_unref(source)
-                if sinks.allSatisfy({ ended.contains($0) }) { return true }
-                continue
-            }
-            recordReport(message, options: options)
-        }
-        return false
-    }
-
-    /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
-    /// end, so the pipeline's EOS can overtake the stages' own reports by a moment: wait for
-    /// them (each worker posts its report as soon as it sees EOS), at most two seconds.
-    private func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
-        let deadline = Date().addingTimeInterval(2)
-        while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {
-            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000), GST_MESSAGE_ELEMENT) else { continue }
-            defer { gst_message_unref(message) }
-            recordReport(message, options: options)
-        }
-    }
-
     /// Keeps a stage's report (caps, stats) and prints it as the options say; other element
     /// messages are ignored.
-    private func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
+    func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
         var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
         guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
         let (k, t) = (String(cString: kind), String(cString: text))
@@ -565,70 +433,6 @@ public final class Pipeline {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
-    /// The first error already on the bus, printed.
-    private func drainError(_ bus: UnsafeMutablePointer<GstBus>) -> String? {
-        while let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) {
-            defer { gst_message_unref(message) }
-            let text = errorText(message)
-            log("error: \(text)")
-            return text
-        }
-        return nil
-    }
-
-    /// "<element>: <message>" plus the debug text, with known causes explained.
-    private func errorText(_ message: UnsafeMutablePointer<GstMessage>) -> String {
-        var error: UnsafeMutablePointer<GError>?
-        var debug: UnsafeMutablePointer<gchar>?
-        gst_message_parse_error(message, &error, &debug)
-        var text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
-        if let error { g_error_free(error) }
-        let debugText = takeString(debug)
-        if let debugText, let explained = explain(text, debug: debugText) {
-            text = explained
-        }
-        text = Self.explainDevice(text)
-        let full = "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
-        return outputFiles?.userNames(in: full) ?? full
-    }
-
-    /// GStreamer's message for an error whose text hides the cause, said with the cause: which
-    /// caps met where negotiation failed, which address is taken, which file is empty or cut.
-    private func explain(_ text: String, debug: String) -> String? {
-        if debug.contains("not-negotiated") {
-            return NegotiationDiagnosis.negotiation(stages: stages, elements: allElements())
-                ?? Self.knownCauses.first { debug.contains($0.debugContains) }?.message
-        }
-        if debug.contains("Address already in use"), let r = debug.range(of: "on host '"),
-           let address = debug[r.upperBound...].split(separator: "'").first {
-            return "address \(address) is already in use (another program is listening there; choose another port=)"
-        }
-        if let r = debug.range(of: "No such file \""), let path = debug[r.upperBound...].split(separator: "\"").first {
-            return "file \(path) not found"
-        }
-        let file = inputFile()
-        if text.hasPrefix("This appears to be a text file"), let file {
-            return "\(file) is a text file, not a video"
-        }
-        if debug.contains("Can't typefind empty stream") {
-            return "the input \(file.map { "file \($0) " } ?? "")is empty (0 bytes): there is nothing to decode"
-        }
-        if text.hasPrefix("Could not determine type of stream"), let file {
-            return "\(file) is not a media file GStreamer can read (could not determine the type of stream)"
-        }
-        if debug.contains("no known streams found"), let file, Self.isMP4WithoutIndex(file) {
-            return Self.noIndexMessage(file)
-        }
-        return Self.knownCauses.first { debug.contains($0.debugContains) }?.message
-    }
-
-    /// The file the pipeline reads, when it reads exactly one (a filesrc's location).
-    private func inputFile() -> String? {
-        let locations = allElements().filter { sl_element_factory_name($0).map { String(cString: $0) } == "filesrc" }
-            .compactMap { takeString(sl_object_get_as_string($0, "location")) }
-        return locations.count == 1 ? locations[0] : nil
-    }
-
     static func noIndexMessage(_ file: String) -> String {
         "\(file) has no index (no moov box): the MP4 was cut short before it was finalized (a recording stopped without end-of-stream), so none of it can be played"
     }
@@ -654,28 +458,6 @@ public final class Pipeline {
         return boxes.first == "ftyp" && !boxes.contains("moov")
     }
 
-    /// v4l2src's camera errors, said in a user's words (the device stays named).
-    static func explainDevice(_ text: String) -> String {
-        func device(after prefix: String) -> String? {
-            guard let r = text.range(of: prefix) else { return nil }
-            return text[r.upperBound...].split(separator: "'").first.map(String.init)
-        }
-        if let d = device(after: "Cannot identify device '") {
-            return "camera \(d) not found (no such device: is the camera connected? `ls /dev/video*` lists them)"
-        }
-        if let d = device(after: "Device '"), text.contains("is busy") {
-            return "camera \(d) is busy (another program is using it)"
-        }
-        return text
-    }
-
-    /// Errors whose GStreamer message hides the cause, recognised by their debug text.
-    static let knownCauses: [(debugContains: String, message: String)] = [
-        ("not-negotiated", "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"),
-        ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
-        ("Address already in use", "the address or port is already in use (another program is listening there)"),
-    ]
-
     /// Sends end-of-stream to the pipeline from its own thread: a source busy reconnecting
     /// (rtspsrc behind a watchdog) can hold the event for a long time, and the bus loop must go on.
     private func endStream() {
@@ -686,37 +468,6 @@ public final class Pipeline {
             gst_object_unref(target.pointer)
         }
     }
-
-    /// "ximagesink0: 450 frames shown, 0 dropped as late, each 81 ms after capture" for each
-    /// window sink (the last part for live pipelines: a synced sink shows every frame at its
-    /// capture time plus the pipeline's latency, which the stages' reports are part of).
-    private func windowSinkSummaries() -> [String] {
-        let latency = sl_live_latency(pipeline)
-        let lag = latency == GstClockTime.max ? "" : String(format: ", each %.0f ms after capture", Double(latency) / 1e6)
-        return allElements().compactMap { element in
-            var rendered: guint64 = 0, dropped: guint64 = 0
-            guard sl_window_sink_stats(element, &rendered, &dropped) != 0 else { return nil }
-            return "\(objectName(element)): \(rendered) frames shown, \(dropped) dropped as late\(lag)"
-        }
-    }
-
-    /// The element a message comes from, named as the user wrote it: a stage's inner
-    /// appsink/appsrc report as the stage.
-    private func sourceName(_ message: UnsafeMutablePointer<GstMessage>) -> String {
-        guard let src = message.pointee.src else { return "pipeline" }
-        var object: UnsafeMutablePointer<GstObject>? = src
-        gst_object_ref(src)
-        var name = objectName(src)
-        while let current = object {
-            if sl_is_stage(UnsafeMutableRawPointer(current).assumingMemoryBound(to: GstElement.self)) != 0 {
-                name = objectName(current)
-            }
-            let parent = gst_object_get_parent(current)
-            gst_object_unref(current)
-            object = parent
-        }
-        return name
-    }
 }
 
 private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ element: UnsafeMutablePointer<GstElement>) -> Bool {
@@ -726,7 +477,7 @@ private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ elemen
 /// A GStreamer object pointer handed to another thread.
 /// @unchecked Sendable: GstObjects are thread-safe reference-counted objects; the sender holds a
 /// reference for the receiver, which releases it.
-private struct ElementReference: @unchecked Sendable {
+struct ElementReference: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<GstElement>
     init(_ pointer: UnsafeMutablePointer<GstElement>) { self.pointer = pointer }
 }
