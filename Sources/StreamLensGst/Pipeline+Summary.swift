@@ -4,10 +4,31 @@ import Foundation
 import StreamLensCore
 
 extension Pipeline {
+    /// The pipeline's end-of-stream: the run finished (interrupted, if it was or the window was
+    /// closed), unless frames were lost on the way. The window sinks' figures and the stages'
+    /// reports are printed first.
+    func endOfStreamOutcome(_ run: RunState) -> Outcome {
+        var outcome = Outcome.finished(interrupted: run.interruptsHandled > 0 || run.windowClosed != nil)
+        if !run.options.quiet { for line in windowSinkSummaries() { log(line) } }
+        drainStageReports(run.bus, expected: run.stageCount, options: run.options)
+        if run.interruptsHandled == 0, run.windowClosed == nil, run.watchdogs.isEmpty, let lost = lostFrames() {
+            run.progress.clear()
+            log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
+            if lost.fatal { outcome = .failed(lost.text) }
+        }
+        // Lossless means every frame: one a stage had to drop for an error fails the run.
+        if case .finished = outcome, let lost = framesDroppedForErrors() {
+            run.progress.clear()
+            log("error: \(lost)")
+            outcome = .failed(lost)
+        }
+        return outcome
+    }
+
     /// "ximagesink0: 450 frames shown, 0 dropped as late, each 81 ms after capture" for each
     /// window sink (the last part for live pipelines: a synced sink shows every frame at its
     /// capture time plus the pipeline's latency, which the stages' reports are part of).
-    func windowSinkSummaries() -> [String] {
+    private func windowSinkSummaries() -> [String] {
         let latency = sl_live_latency(pipeline)
         let lag = latency == GstClockTime.max ? "" : String(format: ", each %.0f ms after capture", Double(latency) / 1e6)
         return allElements().compactMap { element in
@@ -20,7 +41,7 @@ extension Pipeline {
     /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
     /// end, so the pipeline's EOS can overtake the stages' own reports by a moment: wait for
     /// them (each worker posts its report as soon as it sees EOS), at most two seconds.
-    func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
+    private func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
         let deadline = Date().addingTimeInterval(2)
         while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {
             guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000), GST_MESSAGE_ELEMENT) else { continue }
@@ -35,7 +56,7 @@ extension Pipeline {
     /// and frame rate promise. No frame at all is an error (the output is empty); fewer than 90%
     /// a warning (the output holds what could be read). Not when downstream ended the stream
     /// itself (a sink that wanted N frames), nor for live or endless sources (no duration).
-    func lostFrames() -> (fatal: Bool, text: String)? {
+    private func lostFrames() -> (fatal: Bool, text: String)? {
         guard let stage = stages.first, sl_stage_buffers_refused(stage) == 0,
               let pad = gst_element_get_static_pad(stage, "sink") else { return nil }
         defer { gst_object_unref(pad) }
@@ -65,7 +86,7 @@ extension Pipeline {
 
     /// "lensdetect0: 3 frames were dropped because of errors (the first: …)" for the lossless
     /// stages that dropped frames for errors, nil when none did.
-    func framesDroppedForErrors() -> String? {
+    private func framesDroppedForErrors() -> String? {
         let lost = stages.compactMap { stage -> String? in
             guard let dropped = StageElements.worker(of: stage)?.framesDroppedForErrors, dropped.lossless, dropped.count > 0 else { return nil }
             return "\(objectName(stage)): \(dropped.count) frame\(dropped.count == 1 ? " was" : "s were") dropped because of errors (the first: \(dropped.first ?? "?"))"

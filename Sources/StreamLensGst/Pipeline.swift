@@ -4,22 +4,6 @@ import Foundation
 import StreamLensCore
 import Synchronization
 
-/// Interrupts (SIGINT, SIGTERM, SIGHUP) seen since the handler was installed. The first is the
-/// bus loop's to act on (end-of-stream, so outputs are finalized); the second ends the process
-/// in the handler itself, whatever the rest of the program is waiting for.
-private let interrupts = Atomic<Int>(0)
-
-/// What the handler writes before it ends the process on a second interrupt.
-private let abortMessage: StaticString = "aborted\n"
-
-/// The handler: async-signal-safe (an atomic add, write(2), _exit(2)).
-private func interruptHandler(_ signal: Int32) {
-    if interrupts.add(1, ordering: .relaxed).newValue >= 2 {
-        _ = write(2, abortMessage.utf8Start, abortMessage.utf8CodeUnitCount)
-        _exit(130)
-    }
-}
-
 /// A parsed pipeline that can be run to the end: the host's equivalent of `gst-launch-1.0 -e`.
 public final class Pipeline {
     public struct Options: Sendable {
@@ -173,16 +157,8 @@ public final class Pipeline {
 
     /// Runs to EOS, an error, or an abort. Messages go to stderr as described in README.
     public func run(_ options: Options = Options()) -> Outcome {
-        if let mode = options.mode {
-            for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
-        }
-        StageElements.ending.store(false, ordering: .relaxed)
-        // What each stage is offered, accepted or not: named when negotiation fails.
-        for stage in stages { sl_stage_watch_offered_caps(stage) }
-        // The source part of each watchdog stage is started by the watchdog itself, once the rest
-        // plays (a camera that is not there yet is then an outage, not a failed start).
-        let watchdogs = stages.filter { StageElements.descriptor(of: $0)?.restartsUpstream == true }
-        for stage in watchdogs { sl_stage_lock_upstream(stage, 1) }
+        prepareStages(options)
+        let watchdogs = lockWatchdogSources()
         defer { for stage in watchdogs { sl_stage_lock_upstream(stage, 0) } }
         if options.handleSignals { installSignalHandlers() }
         let bus = gst_element_get_bus(pipeline)!
@@ -190,42 +166,11 @@ public final class Pipeline {
         let firstStage = stages.first
         let stageCount = stages.count
         let progress = Progress(interval: options.progressInterval)
-        var control: ControlChannel?
-        if let source = options.control {
-            let channel = ControlChannel(pipeline: pipeline, echo: !options.quiet, access: options.controlAccess)
-            do {
-                try channel.start(source)
-            } catch {
-                log("error: \(error)")
-                return .failed("\(error)")
-            }
-            control = channel
-        }
+        let control: ControlChannel?
+        do { control = try startControl(options) } catch { return .failed("\(error)") }
         defer { control?.stop() }
-
-        // An MP4 cut off before its index is refused before it plays. qtdemux would say so too,
-        // but decodebin drops the errors of an element it is still setting up, and then the run
-        // waits for the start timeout (1 run in ~30 here, GStreamer 1.22).
-        for element in allElements() where sl_element_factory_name(element).map({ String(cString: $0) }) == "filesrc" {
-            guard let file = takeString(sl_object_get_as_string(element, "location")), Self.isMP4WithoutIndex(file) else { continue }
-            let message = "\(objectName(element)): " + Self.noIndexMessage(file)
-            log("error: \(message)")
-            return .failed(message)
-        }
-
-        // A window sink without a display fails at its first state change with a message that
-        // does not say what to do (and autovideosink may crash trying DirectFB): say it first.
-        for element in allElements() {
-            guard let factory = sl_element_factory_name(element).map({ String(cString: $0) }),
-                  let problem = DisplayCheck.problem(factory: factory) else { continue }
-            let message = "\(objectName(element)): \(problem)"
-            log("error: \(message)")
-            return .failed(message)
-        }
-        let keys = PreviewKeys(pipeline: pipeline, control: control ?? ControlChannel(pipeline: pipeline, echo: false), log: { [quiet = options.quiet, log] line in
-            if !quiet { log(line) }
-        })
-        var windowClosed: Date?
+        if let refused = refusalBeforeStart() { return refused }
+        let keys = previewKeys(control: control, options: options)
 
         // Existing files are replaced only once data reaches them (OutputFiles).
         let outputs = OutputFiles(elements: allElements(), pipeline: pipeline)
@@ -234,170 +179,23 @@ public final class Pipeline {
             for problem in outputs.finish() { log("warning: \(problem)") }
             outputFiles = nil
         }
-        if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
-            let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
-            stop()
-            return .failed(message)
-        }
-        let started = Date()
-        var playing = false
-        var interruptsHandled = 0
-        var interruptedAt: Date?
-        var firstError: String?
-        var outcome: Outcome?
-
-        while outcome == nil {
-            let seen = interrupts.load(ordering: .relaxed)
-            if seen > interruptsHandled {
-                interruptsHandled = seen
-                if interruptedAt == nil {
-                    interruptedAt = Date()
-                    keys.resume()
-                    StageElements.ending.store(true, ordering: .relaxed)
-                    progress.clear()
-                    log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
-                    endStream()
-                }
-            }
-            // End-of-stream that does not come (a source that holds it, a stage stuck in its
-            // work) must not keep the run up: stop without it.
-            if let interruptedAt, Date().timeIntervalSince(interruptedAt) > options.endOfStreamTimeout {
-                progress.clear()
-                log("error: end of stream did not come within \(Int(options.endOfStreamTimeout)) s of the interrupt; stopping without it (outputs may be incomplete)")
-                outcome = .aborted
-                break
-            }
-            // With a watchdog, a source that does not come is its business (retries, then an error).
-            if !playing, watchdogs.isEmpty, Date().timeIntervalSince(started) > options.startTimeout {
-                var state = GST_STATE_NULL, pending = GST_STATE_NULL
-                gst_element_get_state(pipeline, &state, &pending, 0)
-                let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
-                var message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
-                let waiting = allElements().filter { sl_is_stage($0) == 0 && sl_element_has_unlinked_sink_pad($0) != 0 }.map { objectName($0) }
-                // A decodebin that never showed a stream failed on the input (an error it took
-                // while setting up an element can be lost); otherwise a named pad never came.
-                let silent = allElements().filter { e in
-                    let factory = sl_element_factory_name(e).map { String(cString: $0) } ?? ""
-                    return factory.hasSuffix("decodebin") && e.pointee.numsrcpads == 0
-                }.map { objectName($0) }
-                if let decodebin = silent.first {
-                    message += "; \(decodebin) found no stream in the input: is it a damaged or unfinished file?"
-                } else if !waiting.isEmpty {
-                    message += "; nothing ever linked to \(waiting.joined(separator: ", ")): a demuxer pad named in the spec (e.g. demux.audio_0) never appeared — does the input have that stream?"
-                }
-                log("error: \(message)")
-                outcome = .failed(message)
-                break
-            }
-            if !options.quiet, playing, !keys.paused { progress.update(pipeline: pipeline, stage: firstStage, log: log) }
-            // The window closed: the end of stream sent then normally arrives within a frame.
-            if let closed = windowClosed, Date().timeIntervalSince(closed) > 5 {
-                outcome = .finished(interrupted: true)
-                break
-            }
-
-            guard let message = gst_bus_timed_pop(bus, GstClockTime(100_000_000)) else { continue }
-            defer { gst_message_unref(message) }
-            switch sl_message_type(message) {
-            case GST_MESSAGE_EOS:
-                outcome = .finished(interrupted: interruptsHandled > 0 || windowClosed != nil)
-                if !options.quiet { for line in windowSinkSummaries() { log(line) } }
-                drainStageReports(bus, expected: stageCount, options: options)
-                if interruptsHandled == 0, windowClosed == nil, watchdogs.isEmpty, let lost = lostFrames() {
-                    progress.clear()
-                    log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
-                    if lost.fatal { outcome = .failed(lost.text) }
-                }
-                // Lossless means every frame: one a stage had to drop for an error fails the run.
-                if case .finished? = outcome, let lost = framesDroppedForErrors() {
-                    progress.clear()
-                    log("error: \(lost)")
-                    outcome = .failed(lost)
-                }
-            case GST_MESSAGE_ERROR:
-                // The user closed the window: the end of the run, not a failure. End the stream
-                // (files written beside the window are finalized) and take the errors that follow
-                // (the source's "Internal data stream error") as part of it.
-                if firstError == nil, windowClosed == nil, sl_error_is_window_closed(message) != 0 {
-                    progress.clear()
-                    if !options.quiet { log("\(sourceName(message)): window closed: ending the run") }
-                    windowClosed = Date()
-                    StageElements.ending.store(true, ordering: .relaxed)
-                    endStream()
-                    continue
-                }
-                if windowClosed != nil {
-                    if options.verbose { log("after the window closed: \(errorText(message))") }
-                    continue
-                }
-                let text = errorText(message)
-                // An error in the source part of a watchdog stage is an outage, not the end.
-                if let watchdog = stages.first(where: { stage in
-                    StageElements.worker(of: stage)?.watchdog != nil && sl_stage_is_upstream(stage, message.pointee.src) != 0
-                }), let worker = StageElements.worker(of: watchdog) {
-                    // A bin's "state change failed" follows its element's real error: say only that one.
-                    if !text.contains("failed to post a proper error message") {
-                        progress.clear()
-                        log("warning: \(text.split(separator: "\n").first ?? "")")
-                        worker.sourceFailed(String(text.split(separator: "\n").first ?? ""))
-                    }
-                    continue
-                }
-                if firstError == nil {
-                    progress.clear()
-                    log("error: \(text)")
-                    firstError = text
-                    outcome = .failed(text)
-                    if options.finalizeOnError { finalizeAfterError(bus, source: message.pointee.src, options: options) }
-                } else if options.verbose {
-                    log("error (after the first): \(text)")
-                }
-            case GST_MESSAGE_WARNING:
-                var error: UnsafeMutablePointer<GError>?
-                var debug: UnsafeMutablePointer<gchar>?
-                gst_message_parse_warning(message, &error, &debug)
-                let text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "?"
-                let debugText = takeString(debug)
-                if let error { g_error_free(error) }
-                progress.clear()
-                // gst_parse could not link a dynamic pad (decodebin found no stream the next
-                // element takes): that element never gets data, so the run could only hang or
-                // fail later with a vaguer error. Fail now, saying what met. (Behind a watchdog
-                // the source part is the watchdog's to restart.)
-                if firstError == nil, let debugText, debugText.contains("failed delayed linking"),
-                   !stages.contains(where: { StageElements.worker(of: $0)?.watchdog != nil && sl_stage_is_upstream($0, message.pointee.src) != 0 }),
-                   let explained = NegotiationDiagnosis.delayedLink(in: pipeline, debug: debugText) {
-                    let failure = "\(sourceName(message)): \(explained)\n  debug: \(debugText)"
-                    log("error: \(failure)")
-                    firstError = failure
-                    outcome = .failed(failure)
-                    continue
-                }
-                let warning = "warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
-                log(outputFiles?.userNames(in: warning) ?? warning)
-            case GST_MESSAGE_STATE_CHANGED:
-                if messageIsFrom(message, pipeline) {
-                    var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
-                    gst_message_parse_state_changed(message, &old, &new, &pending)
-                    if new == GST_STATE_PLAYING { playing = true }
-                }
-            case GST_MESSAGE_LATENCY:
-                _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
-            case GST_MESSAGE_ELEMENT:
-                if let key = takeString(sl_navigation_key_press(message)) {
-                    progress.clear()
-                    keys.press(key, stages: stages)
-                    continue
-                }
-                progress.clear()
-                recordReport(message, options: options)
-            default:
-                break
-            }
-        }
+        if let failed = startPlaying(bus) { return failed }
+        var state = RunState(options: options, bus: bus, watchdogs: watchdogs, firstStage: firstStage, stageCount: stageCount,
+                             progress: progress, keys: keys, started: Date())
+        let outcome = busLoop(&state)
         progress.clear()
         stop()
-        return outcome!
+        return outcome
+    }
+
+    /// The stages made ready for a run: the options' mode on each, not ending, offered caps watched.
+    private func prepareStages(_ options: Options) {
+        if let mode = options.mode {
+            for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
+        }
+        StageElements.ending.store(false, ordering: .relaxed)
+        // What each stage is offered, accepted or not: named when negotiation fails.
+        for stage in stages { sl_stage_watch_offered_caps(stage) }
     }
 
     /// Keeps a stage's report (caps, stats) and prints it as the options say; other element
@@ -417,61 +215,6 @@ public final class Pipeline {
         gst_element_set_state(pipeline, GST_STATE_NULL)
         gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
     }
-
-    /// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session dropping) all end the run like
-    /// Ctrl-C; a second one ends the process at once. SIGPIPE is ignored: a reader that went away
-    /// (a control client, `… | head`) makes that write fail, not the run.
-    private func installSignalHandlers() {
-        interrupts.store(0, ordering: .relaxed)
-        for s in [SIGINT, SIGTERM, SIGHUP] { signal(s, interruptHandler) }
-        signal(SIGPIPE, SIG_IGN)
-        // A parent may have spawned us with these blocked (the mask survives exec; Foundation's
-        // Process does this): unblock them, or Ctrl-C and kill would never arrive.
-        var set = sigset_t()
-        sigemptyset(&set)
-        for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, s) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-    }
-
-    static func noIndexMessage(_ file: String) -> String {
-        "\(file) has no index (no moov box): the MP4 was cut short before it was finalized (a recording stopped without end-of-stream), so none of it can be played"
-    }
-
-    /// An ISO-BMFF file (an `ftyp` box first) whose top-level boxes hold no `moov`: the index a
-    /// muxer writes at the end, missing when a recording was cut off.
-    static func isMP4WithoutIndex(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        let size = (try? handle.seekToEnd()) ?? 0
-        var offset: UInt64 = 0
-        var boxes: [String] = []
-        while offset + 8 <= size, boxes.count < 1000 {
-            try? handle.seek(toOffset: offset)
-            guard let header = try? handle.read(upToCount: 16), header.count >= 8 else { break }
-            var length = header.prefix(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            boxes.append(String(decoding: header[4..<8], as: UTF8.self))
-            if length == 1, header.count >= 16 { length = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-            if length == 0 { break } // to the end of the file
-            guard length >= 8 else { break }
-            offset += length
-        }
-        return boxes.first == "ftyp" && !boxes.contains("moov")
-    }
-
-    /// Sends end-of-stream to the pipeline from its own thread: a source busy reconnecting
-    /// (rtspsrc behind a watchdog) can hold the event for a long time, and the bus loop must go on.
-    private func endStream() {
-        gst_object_ref(pipeline)
-        let target = ElementReference(pipeline)
-        Thread.detachNewThread {
-            gst_element_send_event(target.pointer, gst_event_new_eos())
-            gst_object_unref(target.pointer)
-        }
-    }
-}
-
-private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ element: UnsafeMutablePointer<GstElement>) -> Bool {
-    UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(element)
 }
 
 /// A GStreamer object pointer handed to another thread.
