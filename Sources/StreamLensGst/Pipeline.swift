@@ -4,22 +4,6 @@ import Foundation
 import StreamLensCore
 import Synchronization
 
-/// Interrupts (SIGINT, SIGTERM, SIGHUP) seen since the handler was installed. The first is the
-/// bus loop's to act on (end-of-stream, so outputs are finalized); the second ends the process
-/// in the handler itself, whatever the rest of the program is waiting for.
-private let interrupts = Atomic<Int>(0)
-
-/// What the handler writes before it ends the process on a second interrupt.
-private let abortMessage: StaticString = "aborted\n"
-
-/// The handler: async-signal-safe (an atomic add, write(2), _exit(2)).
-private func interruptHandler(_ signal: Int32) {
-    if interrupts.add(1, ordering: .relaxed).newValue >= 2 {
-        _ = write(2, abortMessage.utf8Start, abortMessage.utf8CodeUnitCount)
-        _exit(130)
-    }
-}
-
 /// A parsed pipeline that can be run to the end: the host's equivalent of `gst-launch-1.0 -e`.
 public final class Pipeline {
     public struct Options: Sendable {
@@ -74,7 +58,7 @@ public final class Pipeline {
     /// Where messages go (stderr by default).
     public var log: (String) -> Void = { writeStderr($0 + "\n") }
     /// The filesinks of the run in progress, writing under temporary names until data arrives.
-    private var outputFiles: OutputFiles?
+    private(set) var outputFiles: OutputFiles?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -173,16 +157,8 @@ public final class Pipeline {
 
     /// Runs to EOS, an error, or an abort. Messages go to stderr as described in README.
     public func run(_ options: Options = Options()) -> Outcome {
-        if let mode = options.mode {
-            for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
-        }
-        StageElements.ending.store(false, ordering: .relaxed)
-        // What each stage is offered, accepted or not: named when negotiation fails.
-        for stage in stages { sl_stage_watch_offered_caps(stage) }
-        // The source part of each watchdog stage is started by the watchdog itself, once the rest
-        // plays (a camera that is not there yet is then an outage, not a failed start).
-        let watchdogs = stages.filter { StageElements.descriptor(of: $0)?.restartsUpstream == true }
-        for stage in watchdogs { sl_stage_lock_upstream(stage, 1) }
+        prepareStages(options)
+        let watchdogs = lockWatchdogSources()
         defer { for stage in watchdogs { sl_stage_lock_upstream(stage, 0) } }
         if options.handleSignals { installSignalHandlers() }
         let bus = gst_element_get_bus(pipeline)!
@@ -190,42 +166,11 @@ public final class Pipeline {
         let firstStage = stages.first
         let stageCount = stages.count
         let progress = Progress(interval: options.progressInterval)
-        var control: ControlChannel?
-        if let source = options.control {
-            let channel = ControlChannel(pipeline: pipeline, echo: !options.quiet, access: options.controlAccess)
-            do {
-                try channel.start(source)
-            } catch {
-                log("error: \(error)")
-                return .failed("\(error)")
-            }
-            control = channel
-        }
+        let control: ControlChannel?
+        do { control = try startControl(options) } catch { return .failed("\(error)") }
         defer { control?.stop() }
-
-        // An MP4 cut off before its index is refused before it plays. qtdemux would say so too,
-        // but decodebin drops the errors of an element it is still setting up, and then the run
-        // waits for the start timeout (1 run in ~30 here, GStreamer 1.22).
-        for element in allElements() where sl_element_factory_name(element).map({ String(cString: $0) }) == "filesrc" {
-            guard let file = takeString(sl_object_get_as_string(element, "location")), Self.isMP4WithoutIndex(file) else { continue }
-            let message = "\(objectName(element)): " + Self.noIndexMessage(file)
-            log("error: \(message)")
-            return .failed(message)
-        }
-
-        // A window sink without a display fails at its first state change with a message that
-        // does not say what to do (and autovideosink may crash trying DirectFB): say it first.
-        for element in allElements() {
-            guard let factory = sl_element_factory_name(element).map({ String(cString: $0) }),
-                  let problem = DisplayCheck.problem(factory: factory) else { continue }
-            let message = "\(objectName(element)): \(problem)"
-            log("error: \(message)")
-            return .failed(message)
-        }
-        let keys = PreviewKeys(pipeline: pipeline, control: control ?? ControlChannel(pipeline: pipeline, echo: false), log: { [quiet = options.quiet, log] line in
-            if !quiet { log(line) }
-        })
-        var windowClosed: Date?
+        if let refused = refusalBeforeStart() { return refused }
+        let keys = previewKeys(control: control, options: options)
 
         // Existing files are replaced only once data reaches them (OutputFiles).
         let outputs = OutputFiles(elements: allElements(), pipeline: pipeline)
@@ -234,307 +179,28 @@ public final class Pipeline {
             for problem in outputs.finish() { log("warning: \(problem)") }
             outputFiles = nil
         }
-        if gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
-            let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
-            stop()
-            return .failed(message)
-        }
-        let started = Date()
-        var playing = false
-        var interruptsHandled = 0
-        var interruptedAt: Date?
-        var firstError: String?
-        var outcome: Outcome?
-
-        while outcome == nil {
-            let seen = interrupts.load(ordering: .relaxed)
-            if seen > interruptsHandled {
-                interruptsHandled = seen
-                if interruptedAt == nil {
-                    interruptedAt = Date()
-                    keys.resume()
-                    StageElements.ending.store(true, ordering: .relaxed)
-                    progress.clear()
-                    log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
-                    endStream()
-                }
-            }
-            // End-of-stream that does not come (a source that holds it, a stage stuck in its
-            // work) must not keep the run up: stop without it.
-            if let interruptedAt, Date().timeIntervalSince(interruptedAt) > options.endOfStreamTimeout {
-                progress.clear()
-                log("error: end of stream did not come within \(Int(options.endOfStreamTimeout)) s of the interrupt; stopping without it (outputs may be incomplete)")
-                outcome = .aborted
-                break
-            }
-            // With a watchdog, a source that does not come is its business (retries, then an error).
-            if !playing, watchdogs.isEmpty, Date().timeIntervalSince(started) > options.startTimeout {
-                var state = GST_STATE_NULL, pending = GST_STATE_NULL
-                gst_element_get_state(pipeline, &state, &pending, 0)
-                let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
-                var message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s (stuck in \(name))"
-                let waiting = allElements().filter { sl_is_stage($0) == 0 && sl_element_has_unlinked_sink_pad($0) != 0 }.map { objectName($0) }
-                // A decodebin that never showed a stream failed on the input (an error it took
-                // while setting up an element can be lost); otherwise a named pad never came.
-                let silent = allElements().filter { e in
-                    let factory = sl_element_factory_name(e).map { String(cString: $0) } ?? ""
-                    return factory.hasSuffix("decodebin") && e.pointee.numsrcpads == 0
-                }.map { objectName($0) }
-                if let decodebin = silent.first {
-                    message += "; \(decodebin) found no stream in the input: is it a damaged or unfinished file?"
-                } else if !waiting.isEmpty {
-                    message += "; nothing ever linked to \(waiting.joined(separator: ", ")): a demuxer pad named in the spec (e.g. demux.audio_0) never appeared — does the input have that stream?"
-                }
-                log("error: \(message)")
-                outcome = .failed(message)
-                break
-            }
-            if !options.quiet, playing, !keys.paused { progress.update(pipeline: pipeline, stage: firstStage, log: log) }
-            // The window closed: the end of stream sent then normally arrives within a frame.
-            if let closed = windowClosed, Date().timeIntervalSince(closed) > 5 {
-                outcome = .finished(interrupted: true)
-                break
-            }
-
-            guard let message = gst_bus_timed_pop(bus, GstClockTime(100_000_000)) else { continue }
-            defer { gst_message_unref(message) }
-            switch sl_message_type(message) {
-            case GST_MESSAGE_EOS:
-                outcome = .finished(interrupted: interruptsHandled > 0 || windowClosed != nil)
-                if !options.quiet { for line in windowSinkSummaries() { log(line) } }
-                drainStageReports(bus, expected: stageCount, options: options)
-                if interruptsHandled == 0, windowClosed == nil, watchdogs.isEmpty, let lost = lostFrames() {
-                    progress.clear()
-                    log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
-                    if lost.fatal { outcome = .failed(lost.text) }
-                }
-                // Lossless means every frame: one a stage had to drop for an error fails the run.
-                if case .finished? = outcome, let lost = framesDroppedForErrors() {
-                    progress.clear()
-                    log("error: \(lost)")
-                    outcome = .failed(lost)
-                }
-            case GST_MESSAGE_ERROR:
-                // The user closed the window: the end of the run, not a failure. End the stream
-                // (files written beside the window are finalized) and take the errors that follow
-                // (the source's "Internal data stream error") as part of it.
-                if firstError == nil, windowClosed == nil, sl_error_is_window_closed(message) != 0 {
-                    progress.clear()
-                    if !options.quiet { log("\(sourceName(message)): window closed: ending the run") }
-                    windowClosed = Date()
-                    StageElements.ending.store(true, ordering: .relaxed)
-                    endStream()
-                    continue
-                }
-                if windowClosed != nil {
-                    if options.verbose { log("after the window closed: \(errorText(message))") }
-                    continue
-                }
-                let text = errorText(message)
-                // An error in the source part of a watchdog stage is an outage, not the end.
-                if let watchdog = stages.first(where: { stage in
-                    StageElements.worker(of: stage)?.watchdog != nil && sl_stage_is_upstream(stage, message.pointee.src) != 0
-                }), let worker = StageElements.worker(of: watchdog) {
-                    // A bin's "state change failed" follows its element's real error: say only that one.
-                    if !text.contains("failed to post a proper error message") {
-                        progress.clear()
-                        log("warning: \(text.split(separator: "\n").first ?? "")")
-                        worker.sourceFailed(String(text.split(separator: "\n").first ?? ""))
-                    }
-                    continue
-                }
-                if firstError == nil {
-                    progress.clear()
-                    log("error: \(text)")
-                    firstError = text
-                    outcome = .failed(text)
-                    if options.finalizeOnError { finalizeAfterError(bus, source: message.pointee.src, options: options) }
-                } else if options.verbose {
-                    log("error (after the first): \(text)")
-                }
-            case GST_MESSAGE_WARNING:
-                var error: UnsafeMutablePointer<GError>?
-                var debug: UnsafeMutablePointer<gchar>?
-                gst_message_parse_warning(message, &error, &debug)
-                let text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "?"
-                let debugText = takeString(debug)
-                if let error { g_error_free(error) }
-                progress.clear()
-                // gst_parse could not link a dynamic pad (decodebin found no stream the next
-                // element takes): that element never gets data, so the run could only hang or
-                // fail later with a vaguer error. Fail now, saying what met. (Behind a watchdog
-                // the source part is the watchdog's to restart.)
-                if firstError == nil, let debugText, debugText.contains("failed delayed linking"),
-                   !stages.contains(where: { StageElements.worker(of: $0)?.watchdog != nil && sl_stage_is_upstream($0, message.pointee.src) != 0 }),
-                   let explained = NegotiationDiagnosis.delayedLink(in: pipeline, debug: debugText) {
-                    let failure = "\(sourceName(message)): \(explained)\n  debug: \(debugText)"
-                    log("error: \(failure)")
-                    firstError = failure
-                    outcome = .failed(failure)
-                    continue
-                }
-                let warning = "warning: \(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
-                log(outputFiles?.userNames(in: warning) ?? warning)
-            case GST_MESSAGE_STATE_CHANGED:
-                if messageIsFrom(message, pipeline) {
-                    var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
-                    gst_message_parse_state_changed(message, &old, &new, &pending)
-                    if new == GST_STATE_PLAYING { playing = true }
-                }
-            case GST_MESSAGE_LATENCY:
-                _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
-            case GST_MESSAGE_ELEMENT:
-                if let key = takeString(sl_navigation_key_press(message)) {
-                    progress.clear()
-                    keys.press(key, stages: stages)
-                    continue
-                }
-                progress.clear()
-                recordReport(message, options: options)
-            default:
-                break
-            }
-        }
+        if let failed = startPlaying(bus) { return failed }
+        var state = RunState(options: options, bus: bus, watchdogs: watchdogs, firstStage: firstStage, stageCount: stageCount,
+                             progress: progress, keys: keys, started: Date())
+        let outcome = busLoop(&state)
         progress.clear()
         stop()
-        return outcome!
+        return outcome
     }
 
-    /// A file that ends early or loses frames on the way (cut short, damaged) ends the stream as
-    /// if all were well: the demuxer stops where the data stops, decoders skip what they cannot
-    /// decode. Compares the frames that reached the first stage with what the input's duration
-    /// and frame rate promise. No frame at all is an error (the output is empty); fewer than 90%
-    /// a warning (the output holds what could be read). Not when downstream ended the stream
-    /// itself (a sink that wanted N frames), nor for live or endless sources (no duration).
-    private func lostFrames() -> (fatal: Bool, text: String)? {
-        guard let stage = stages.first, sl_stage_buffers_refused(stage) == 0,
-              let pad = gst_element_get_static_pad(stage, "sink") else { return nil }
-        defer { gst_object_unref(pad) }
-        let arrived = Int(sl_stage_buffers_arrived(stage))
-        let name = objectName(stage)
-        var num: gint = 0, den: gint = 1
-        if let caps = gst_pad_get_current_caps(pad) {
-            if let structure = gst_caps_get_structure(caps, 0) { _ = gst_structure_get_fraction(structure, "framerate", &num, &den) }
-            gst_caps_unref(caps)
+    /// The stages made ready for a run: the options' mode on each, not ending, offered caps watched.
+    private func prepareStages(_ options: Options) {
+        if let mode = options.mode {
+            for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
         }
-        // One frame at rate 0/1: a picture. Written into a video file it is one sample of no
-        // duration, which players show as nothing.
-        if arrived == 1, num == 0, allElements().contains(where: { String(cString: sl_element_klass($0)).contains("Muxer") }) {
-            return (false, "\(name): the input is a single picture (no frame rate), so the video written holds one frame of no duration that players do not show; to make a clip of it, put imagefreeze num-buffers=N ! video/x-raw,framerate=30/1 after the decoder")
-        }
-        var duration: gint64 = -1
-        guard gst_pad_peer_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration > 0 else { return nil }
-        let seconds = Double(duration) / 1e9
-        if arrived == 0 {
-            return (true, "\(name): no frame arrived, though the input lasts \(String(format: "%.1f", seconds)) s: its frames cannot be read (a damaged file?)")
-        }
-        guard num > 0, den > 0 else { return nil } // variable frame rate: no count to expect
-        let expected = Int((seconds * Double(num) / Double(den)).rounded())
-        guard Double(arrived) < 0.9 * Double(expected) - 1 else { return nil }
-        return (false, "\(name): \(arrived) of the input's \(expected) frames arrived (\(String(format: "%.1f", seconds)) s at \(Self.rate(num, den)) fps): the input is cut short or damaged; the output holds the frames that could be read")
-    }
-
-    /// "lensdetect0: 3 frames were dropped because of errors (the first: …)" for the lossless
-    /// stages that dropped frames for errors, nil when none did.
-    private func framesDroppedForErrors() -> String? {
-        let lost = stages.compactMap { stage -> String? in
-            guard let dropped = StageElements.worker(of: stage)?.framesDroppedForErrors, dropped.lossless, dropped.count > 0 else { return nil }
-            return "\(objectName(stage)): \(dropped.count) frame\(dropped.count == 1 ? " was" : "s were") dropped because of errors (the first: \(dropped.first ?? "?"))"
-        }
-        return lost.isEmpty ? nil : lost.joined(separator: "; ")
-    }
-
-    private static func rate(_ num: gint, _ den: gint) -> String {
-        den == 1 ? "\(num)" : String(format: "%.2f", Double(num) / Double(den))
-    }
-
-    /// An error stopped part of the pipeline, but what is downstream of the failed element can
-    /// still finish: send it end-of-stream there, so encoders flush and muxers write their index
-    /// (an MP4's moov), and wait up to 5 s for the pipeline's EOS or the muxers' sinks' own (only
-    /// when there is a muxer). The EOS is sent from its own thread: a send that blocks must not
-    /// hang the host.
-    private func finalizeAfterError(_ bus: UnsafeMutablePointer<GstBus>, source: UnsafeMutablePointer<GstObject>?, options: Options) {
-        // Only a muxer's output needs finishing to be usable, and only once a stream reached it
-        // or the encoder before it (which may hold frames yet: x264enc looks ahead); else stop at
-        // once (a file that failed before its first frame: waiting would only add 5 s).
-        let elements = allElements()
-        func klass(_ e: UnsafeMutablePointer<GstElement>) -> String { String(cString: sl_element_klass(e)) }
-        guard let source, sl_is_element(source) != 0, elements.contains(where: { klass($0).contains("Muxer") }),
-              elements.contains(where: { (klass($0).contains("Muxer") || klass($0).contains("Encoder")) && sl_element_has_negotiated_sink_pad($0) != 0 })
-        else { return }
-        gst_object_ref(source)
-        let element = ElementReference(UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstElement.self))
-        Thread.detachNewThread {
-            sl_element_send_eos_downstream(element.pointer)
-            gst_object_unref(element.pointer)
-        }
-        // The muxers' sinks tell when their files are complete: the pipeline's own EOS may never
-        // come (a pipeline that failed before PLAYING does not aggregate its sinks' EOS).
-        var sinks: [UnsafeMutableRawPointer] = [] // references, released below
-        for muxer in elements where klass(muxer).contains("Muxer") {
-            let list = sl_element_downstream_sinks(muxer)
-            var node = list
-            while let n = node {
-                if let data = n.pointee.data { sinks.append(data) }
-                node = n.pointee.next
-            }
-            g_list_free(list) // the references move to `sinks`
-        }
-        if waitForEOS(bus, seconds: 5, sinks: sinks, options: options) { log("the output written so far was finalized") }
-        for sink in sinks { gst_object_unref(sink) }
-    }
-
-    /// The error cancelled the pipeline's pending change to PLAYING: an element that prerolls
-    /// only now (a file sink behind an encoder's look-ahead) would wait in PAUSED for ever.
-    private func resumePausedElements() {
-        for element in allElements() {
-            var state = GST_STATE_NULL, pending = GST_STATE_NULL
-            gst_element_get_state(element, &state, &pending, 0)
-            if state == GST_STATE_PAUSED { gst_element_set_state(element, GST_STATE_PLAYING) }
-        }
-    }
-
-    /// Waits for the pipeline's EOS, or for every one of `sinks` to have posted its own.
-    private func waitForEOS(_ bus: UnsafeMutablePointer<GstBus>, seconds: Double, sinks: [UnsafeMutableRawPointer] = [],
-                            options: Options) -> Bool {
-        if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "true") }
-        defer { if !sinks.isEmpty { _ = sl_object_set_from_string(pipeline, "message-forward", "false") } }
-        var ended = Set<UnsafeMutableRawPointer>()
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000),
-                                                           GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ELEMENT.rawValue)) else {
-                resumePausedElements()
-                continue
-            }
-            defer { gst_message_unref(message) }
-            if sl_message_type(message) == GST_MESSAGE_EOS { return true }
-            if let source = sl_message_forwarded_eos_source(message) {
-                ended.insert(UnsafeMutableRawPointer(source))
-                gst_object_unref(source)
-                if sinks.allSatisfy({ ended.contains($0) }) { return true }
-                continue
-            }
-            recordReport(message, options: options)
-        }
-        return false
-    }
-
-    /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
-    /// end, so the pipeline's EOS can overtake the stages' own reports by a moment: wait for
-    /// them (each worker posts its report as soon as it sees EOS), at most two seconds.
-    private func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
-        let deadline = Date().addingTimeInterval(2)
-        while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {
-            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(50_000_000), GST_MESSAGE_ELEMENT) else { continue }
-            defer { gst_message_unref(message) }
-            recordReport(message, options: options)
-        }
+        StageElements.ending.store(false, ordering: .relaxed)
+        // What each stage is offered, accepted or not: named when negotiation fails.
+        for stage in stages { sl_stage_watch_offered_caps(stage) }
     }
 
     /// Keeps a stage's report (caps, stats) and prints it as the options say; other element
     /// messages are ignored.
-    private func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
+    func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
         var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
         guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
         let (k, t) = (String(cString: kind), String(cString: text))
@@ -549,184 +215,12 @@ public final class Pipeline {
         gst_element_set_state(pipeline, GST_STATE_NULL)
         gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
     }
-
-    /// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session dropping) all end the run like
-    /// Ctrl-C; a second one ends the process at once. SIGPIPE is ignored: a reader that went away
-    /// (a control client, `… | head`) makes that write fail, not the run.
-    private func installSignalHandlers() {
-        interrupts.store(0, ordering: .relaxed)
-        for s in [SIGINT, SIGTERM, SIGHUP] { signal(s, interruptHandler) }
-        signal(SIGPIPE, SIG_IGN)
-        // A parent may have spawned us with these blocked (the mask survives exec; Foundation's
-        // Process does this): unblock them, or Ctrl-C and kill would never arrive.
-        var set = sigset_t()
-        sigemptyset(&set)
-        for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, s) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-    }
-
-    /// The first error already on the bus, printed.
-    private func drainError(_ bus: UnsafeMutablePointer<GstBus>) -> String? {
-        while let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) {
-            defer { gst_message_unref(message) }
-            let text = errorText(message)
-            log("error: \(text)")
-            return text
-        }
-        return nil
-    }
-
-    /// "<element>: <message>" plus the debug text, with known causes explained.
-    private func errorText(_ message: UnsafeMutablePointer<GstMessage>) -> String {
-        var error: UnsafeMutablePointer<GError>?
-        var debug: UnsafeMutablePointer<gchar>?
-        gst_message_parse_error(message, &error, &debug)
-        var text = error.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
-        if let error { g_error_free(error) }
-        let debugText = takeString(debug)
-        if let debugText, let explained = explain(text, debug: debugText) {
-            text = explained
-        }
-        text = Self.explainDevice(text)
-        let full = "\(sourceName(message)): \(text)" + (debugText.map { "\n  debug: \($0)" } ?? "")
-        return outputFiles?.userNames(in: full) ?? full
-    }
-
-    /// GStreamer's message for an error whose text hides the cause, said with the cause: which
-    /// caps met where negotiation failed, which address is taken, which file is empty or cut.
-    private func explain(_ text: String, debug: String) -> String? {
-        if debug.contains("not-negotiated") {
-            return NegotiationDiagnosis.negotiation(stages: stages, elements: allElements())
-                ?? Self.knownCauses.first { debug.contains($0.debugContains) }?.message
-        }
-        if debug.contains("Address already in use"), let r = debug.range(of: "on host '"),
-           let address = debug[r.upperBound...].split(separator: "'").first {
-            return "address \(address) is already in use (another program is listening there; choose another port=)"
-        }
-        if let r = debug.range(of: "No such file \""), let path = debug[r.upperBound...].split(separator: "\"").first {
-            return "file \(path) not found"
-        }
-        let file = inputFile()
-        if text.hasPrefix("This appears to be a text file"), let file {
-            return "\(file) is a text file, not a video"
-        }
-        if debug.contains("Can't typefind empty stream") {
-            return "the input \(file.map { "file \($0) " } ?? "")is empty (0 bytes): there is nothing to decode"
-        }
-        if text.hasPrefix("Could not determine type of stream"), let file {
-            return "\(file) is not a media file GStreamer can read (could not determine the type of stream)"
-        }
-        if debug.contains("no known streams found"), let file, Self.isMP4WithoutIndex(file) {
-            return Self.noIndexMessage(file)
-        }
-        return Self.knownCauses.first { debug.contains($0.debugContains) }?.message
-    }
-
-    /// The file the pipeline reads, when it reads exactly one (a filesrc's location).
-    private func inputFile() -> String? {
-        let locations = allElements().filter { sl_element_factory_name($0).map { String(cString: $0) } == "filesrc" }
-            .compactMap { takeString(sl_object_get_as_string($0, "location")) }
-        return locations.count == 1 ? locations[0] : nil
-    }
-
-    static func noIndexMessage(_ file: String) -> String {
-        "\(file) has no index (no moov box): the MP4 was cut short before it was finalized (a recording stopped without end-of-stream), so none of it can be played"
-    }
-
-    /// An ISO-BMFF file (an `ftyp` box first) whose top-level boxes hold no `moov`: the index a
-    /// muxer writes at the end, missing when a recording was cut off.
-    static func isMP4WithoutIndex(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        let size = (try? handle.seekToEnd()) ?? 0
-        var offset: UInt64 = 0
-        var boxes: [String] = []
-        while offset + 8 <= size, boxes.count < 1000 {
-            try? handle.seek(toOffset: offset)
-            guard let header = try? handle.read(upToCount: 16), header.count >= 8 else { break }
-            var length = header.prefix(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            boxes.append(String(decoding: header[4..<8], as: UTF8.self))
-            if length == 1, header.count >= 16 { length = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-            if length == 0 { break } // to the end of the file
-            guard length >= 8 else { break }
-            offset += length
-        }
-        return boxes.first == "ftyp" && !boxes.contains("moov")
-    }
-
-    /// v4l2src's camera errors, said in a user's words (the device stays named).
-    static func explainDevice(_ text: String) -> String {
-        func device(after prefix: String) -> String? {
-            guard let r = text.range(of: prefix) else { return nil }
-            return text[r.upperBound...].split(separator: "'").first.map(String.init)
-        }
-        if let d = device(after: "Cannot identify device '") {
-            return "camera \(d) not found (no such device: is the camera connected? `ls /dev/video*` lists them)"
-        }
-        if let d = device(after: "Device '"), text.contains("is busy") {
-            return "camera \(d) is busy (another program is using it)"
-        }
-        return text
-    }
-
-    /// Errors whose GStreamer message hides the cause, recognised by their debug text.
-    static let knownCauses: [(debugContains: String, message: String)] = [
-        ("not-negotiated", "caps could not be negotiated (no format both neighbours accept; a videoconvert or a different caps filter may be missing)"),
-        ("reason not-linked", "a pad is not linked (for example decodebin found no video stream to link: is the input a video?)"),
-        ("Address already in use", "the address or port is already in use (another program is listening there)"),
-    ]
-
-    /// Sends end-of-stream to the pipeline from its own thread: a source busy reconnecting
-    /// (rtspsrc behind a watchdog) can hold the event for a long time, and the bus loop must go on.
-    private func endStream() {
-        gst_object_ref(pipeline)
-        let target = ElementReference(pipeline)
-        Thread.detachNewThread {
-            gst_element_send_event(target.pointer, gst_event_new_eos())
-            gst_object_unref(target.pointer)
-        }
-    }
-
-    /// "ximagesink0: 450 frames shown, 0 dropped as late, each 81 ms after capture" for each
-    /// window sink (the last part for live pipelines: a synced sink shows every frame at its
-    /// capture time plus the pipeline's latency, which the stages' reports are part of).
-    private func windowSinkSummaries() -> [String] {
-        let latency = sl_live_latency(pipeline)
-        let lag = latency == GstClockTime.max ? "" : String(format: ", each %.0f ms after capture", Double(latency) / 1e6)
-        return allElements().compactMap { element in
-            var rendered: guint64 = 0, dropped: guint64 = 0
-            guard sl_window_sink_stats(element, &rendered, &dropped) != 0 else { return nil }
-            return "\(objectName(element)): \(rendered) frames shown, \(dropped) dropped as late\(lag)"
-        }
-    }
-
-    /// The element a message comes from, named as the user wrote it: a stage's inner
-    /// appsink/appsrc report as the stage.
-    private func sourceName(_ message: UnsafeMutablePointer<GstMessage>) -> String {
-        guard let src = message.pointee.src else { return "pipeline" }
-        var object: UnsafeMutablePointer<GstObject>? = src
-        gst_object_ref(src)
-        var name = objectName(src)
-        while let current = object {
-            if sl_is_stage(UnsafeMutableRawPointer(current).assumingMemoryBound(to: GstElement.self)) != 0 {
-                name = objectName(current)
-            }
-            let parent = gst_object_get_parent(current)
-            gst_object_unref(current)
-            object = parent
-        }
-        return name
-    }
-}
-
-private func messageIsFrom(_ message: UnsafeMutablePointer<GstMessage>, _ element: UnsafeMutablePointer<GstElement>) -> Bool {
-    UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(element)
 }
 
 /// A GStreamer object pointer handed to another thread.
 /// @unchecked Sendable: GstObjects are thread-safe reference-counted objects; the sender holds a
 /// reference for the receiver, which releases it.
-private struct ElementReference: @unchecked Sendable {
+struct ElementReference: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<GstElement>
     init(_ pointer: UnsafeMutablePointer<GstElement>) { self.pointer = pointer }
 }

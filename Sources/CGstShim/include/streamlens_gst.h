@@ -1,6 +1,8 @@
 // CGstShim: what Swift cannot import from GStreamer directly (macros, variadic functions,
 // g_signal_connect) and the GObject type that makes a Swift stage a GStreamer element.
 // Everything here is prefixed `sl_`. Only StreamLensGst imports this module.
+// Each section names the C file that implements it; what those files share, and Swift does not
+// see, is in shim_private.h beside them.
 #pragma once
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
@@ -15,12 +17,67 @@ gboolean sl_output_file_guard(GstElement *filesink, const char *temporary, const
 // rename failed (the data is in the temporary file).
 int sl_output_file_state(GstElement *filesink);
 
-// ---- macros and variadics as functions --------------------------------------------------
+// ---- Elements (elements.c) ---------------------------------------------------------------
+// Macros and variadics as functions, and small element helpers.
+gboolean sl_is_bin(GstElement *element);
+gboolean sl_is_element(gpointer object);
+// The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
+const char *sl_element_factory_name(GstElement *element);
+GstElement *sl_pipeline_parse(const char *description, GError **error);
+
+// The element's class ("Codec/Muxer", "Sink/File", …), or "".
+const char *sl_element_klass(GstElement *element);
+// Sends EOS to whatever each of the element's src pads is linked to: after the element failed,
+// the rest of the pipeline can still finish (encoders flush, muxers write their index).
+void sl_element_send_eos_downstream(GstElement *element);
+// TRUE when one of the element's sink pads is linked to nothing (a `demux.audio_0 ! queue`
+// whose pad never appeared leaves the queue waiting for ever).
+gboolean sl_element_has_unlinked_sink_pad(GstElement *element);
+
+// ---- Properties by name (properties.c) ---------------------------------------------------
+// Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
+gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
+// For the control channel. Flags of a property: 0 when there is none, else SL_PROPERTY_EXISTS
+// plus WRITABLE and MUTABLE_PLAYING when they apply (MUTABLE_PLAYING: GStreamer marks it
+// changeable while playing, or controllable).
+enum { SL_PROPERTY_EXISTS = 1, SL_PROPERTY_WRITABLE = 2, SL_PROPERTY_MUTABLE_PLAYING = 4 };
+guint sl_object_property_flags(gpointer object, const char *name);
+// Whether `value` parses as the property's type and lies in its range (nothing is set).
+gboolean sl_object_value_valid(gpointer object, const char *name, const char *value);
+// Converts `value` to the property's type (GStreamer's syntax) and sets it; FALSE, leaving the
+// property alone, when the text is not a value of that type.
+gboolean sl_object_set_checked(gpointer object, const char *name, const char *value);
+// A property's value as text; g_free the result.
+char *sl_object_get_as_string(gpointer object, const char *name);
+
+// ---- Buffers (buffers.c) -----------------------------------------------------------------
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);
-GstMessageType sl_message_type(GstMessage *message);
+// Sets PTS (and clears DTS) of a writable buffer.
+void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts);
+// Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
+GstClockTime sl_element_running_time_now(GstElement *element);
+GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
+/// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
+/// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
+void sl_handoff_release(const void *object);
+void sl_handoff_acquire(const void *object);
+// The bytes the planes of a buffer's GstVideoMeta reach to (offset + stride × plane height, the
+// largest), or 0 when it has no video meta (the caps' frame size applies then).
+gsize sl_buffer_video_meta_size(GstBuffer *buffer);
 
-// Preview windows. The key of a key-press navigation message (a video sink posts one for every
+// ---- Bus messages (messages.c) -----------------------------------------------------------
+GstMessageType sl_message_type(GstMessage *message);
+void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
+// An element message named "streamlens" with string fields kind and text, for the host's log.
+void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
+// A warning from the stage (the pipeline goes on).
+void sl_stage_post_warning(GstElement *stage, const char *message);
+// Reads such a message; returns FALSE for any other message. Strings stay owned by message.
+gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text);
+
+// ---- Preview windows (preview_window.c) --------------------------------------------------
+// The key of a key-press navigation message (a video sink posts one for every
 // key no element upstream handled), newly allocated, or NULL for any other message.
 gchar *sl_navigation_key_press(GstMessage *message);
 // An error from a video window sink saying its window was closed (ximagesink "Output window was
@@ -32,43 +89,8 @@ gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *d
 // A live pipeline's latency: how long after capture a clock-synced sink shows each frame
 // (GST_CLOCK_TIME_NONE when the pipeline is not live or cannot say).
 GstClockTime sl_live_latency(GstElement *pipeline);
-GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
-/// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
-/// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
-void sl_handoff_release(const void *object);
-void sl_handoff_acquire(const void *object);
-// Sets PTS (and clears DTS) of a writable buffer.
-void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts);
-gboolean sl_is_bin(GstElement *element);
-gboolean sl_is_element(gpointer object);
-// The factory name ("videotestsrc", "lenspass"), or NULL. Owned by the factory.
-const char *sl_element_factory_name(GstElement *element);
-GstElement *sl_pipeline_parse(const char *description, GError **error);
-// Parses `name=value` into the property named (GStreamer's own conversion, as gst-launch does).
-gboolean sl_object_set_from_string(gpointer object, const char *name, const char *value);
-// For the control channel. Flags of a property: 0 when there is none, else SL_PROPERTY_EXISTS
-// plus WRITABLE and MUTABLE_PLAYING when they apply (MUTABLE_PLAYING: GStreamer marks it
-// changeable while playing, or controllable).
-enum { SL_PROPERTY_EXISTS = 1, SL_PROPERTY_WRITABLE = 2, SL_PROPERTY_MUTABLE_PLAYING = 4 };
-guint sl_object_property_flags(gpointer object, const char *name);
-// Converts `value` to the property's type (GStreamer's syntax) and sets it; FALSE, leaving the
-// property alone, when the text is not a value of that type.
-// Whether `value` parses as the property's type and lies in its range (nothing is set).
-gboolean sl_object_value_valid(gpointer object, const char *name, const char *value);
-gboolean sl_object_set_checked(gpointer object, const char *name, const char *value);
-// A property's value as text; g_free the result.
-char *sl_object_get_as_string(gpointer object, const char *name);
 
-// The element's class ("Codec/Muxer", "Sink/File", …), or "".
-const char *sl_element_klass(GstElement *element);
-// Sends EOS to whatever each of the element's src pads is linked to: after the element failed,
-// the rest of the pipeline can still finish (encoders flush, muxers write their index).
-void sl_element_send_eos_downstream(GstElement *element);
-// TRUE when one of the element's sink pads is linked to nothing (a `demux.audio_0 ! queue`
-// whose pad never appeared leaves the queue waiting for ever).
-gboolean sl_element_has_unlinked_sink_pad(GstElement *element);
-
-// ---- stage elements ----------------------------------------------------------------------
+// ---- Stage elements (stage_element.c) ----------------------------------------------------
 // A stage element is a GstBin holding an appsink and an appsrc that are not linked to each
 // other; a Swift worker pulls from the first and pushes into the second. Properties are
 // declared once, in a table handed over at registration.
@@ -132,10 +154,28 @@ char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
 gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
 void sl_stage_configure_queue(GstElement *stage, gboolean live);
+
+// ---- Stage pads (stage_pads.c) -----------------------------------------------------------
+// What a stage's pads answer (latency, caps), count, and refuse; the tags they hand on.
 // Latency this stage adds on top of upstream's (answered on its src pad's LATENCY query).
 void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 // Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
 gboolean sl_stage_upstream_is_live(GstElement *stage);
+// Sends tags that arrived before the appsrc had caps (call after pushing a sample).
+void sl_stage_flush_tags(GstElement *stage);
+// Buffers that reached the stage's appsink (pulled + dropped).
+guint64 sl_stage_buffers_arrived(GstElement *stage);
+// Buffers refused because downstream of the stage had ended the stream (a sink that wanted N
+// frames): upstream had more to give.
+guint64 sl_stage_buffers_refused(GstElement *stage);
+// What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see stage_pads.c).
+void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
+// Whether an EOS was sent to the stage from outside (the pipeline's, on Ctrl-C): its worker then
+// delivers what it holds and ends its output (sl_send_event, stage_element.c).
+gboolean sl_stage_end_requested(GstElement *stage);
+GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
+
+// ---- Regions of interest (regions.c) -----------------------------------------------------
 // Regions of interest (GstVideoRegionOfInterestMeta) on a buffer, in Intel DL Streamer's layout
 // (regions.c): roi_type = the label; a "detection" parameter structure with x_min, y_min, x_max,
 // y_max normalised to the frame, label_id and confidence; an "object_id" structure (field "id")
@@ -164,24 +204,8 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
 // by the meta, valid while the buffer is).
 guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, double *xy, guint max);
 gboolean sl_buffer_region_attribute(GstBuffer *buffer, guint index, guint n, const char **name, const char **value);
-// The bytes the planes of a buffer's GstVideoMeta reach to (offset + stride × plane height, the
-// largest), or 0 when it has no video meta (the caps' frame size applies then).
-gsize sl_buffer_video_meta_size(GstBuffer *buffer);
 
-// Sends tags that arrived before the appsrc had caps (call after pushing a sample).
-void sl_stage_flush_tags(GstElement *stage);
-// Buffers that reached the stage's appsink (pulled + dropped).
-guint64 sl_stage_buffers_arrived(GstElement *stage);
-// Buffers refused because downstream of the stage had ended the stream (a sink that wanted N
-// frames): upstream had more to give.
-guint64 sl_stage_buffers_refused(GstElement *stage);
-// What the stage's input answers from now on: GST_FLOW_OK, or downstream's EOS/error (see shim.c).
-void sl_stage_set_downstream_flow(GstElement *stage, GstFlowReturn flow);
-// Whether an EOS was sent to the stage from outside (the pipeline's, on Ctrl-C): its worker then
-// delivers what it holds and ends its output (see sl_send_event in shim.c).
-gboolean sl_stage_end_requested(GstElement *stage);
-GstFlowReturn sl_stage_downstream_flow(GstElement *stage);
-
+// ---- Source restart (stage_restart.c) ----------------------------------------------------
 // The watchdog (a stage that restarts its source part). The source part: the elements beside the
 // stage in its bin that are not downstream of it, nearest to the stage first (elements not
 // linked to it yet, such as an rtspsrc whose pads never came, last). A GList of references:
@@ -205,18 +229,8 @@ void sl_stage_lock_upstream(GstElement *stage, gboolean locked);
 void sl_stage_record_upstream_links(GstElement *stage);
 // TRUE once the element's parent has a clock (the pipeline chose it on its way to PLAYING).
 gboolean sl_element_parent_has_clock(GstElement *element);
-// Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
-GstClockTime sl_element_running_time_now(GstElement *element);
 
-void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
-// An element message named "streamlens" with string fields kind and text, for the host's log.
-void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
-// A warning from the stage (the pipeline goes on).
-void sl_stage_post_warning(GstElement *stage, const char *message);
-// Reads such a message; returns FALSE for any other message. Strings stay owned by message.
-gboolean sl_message_parse_info(GstMessage *message, const char **kind, const char **text);
-
-// ---- negotiation diagnosis (diagnosis.c) --------------------------------------------------
+// ---- negotiation diagnosis (diagnosis.c) -------------------------------------------------
 // What the host needs to say which caps met at a failed link and which element would fix it.
 
 // Parses like sl_pipeline_parse, but without FATAL_ERRORS: when a link fails, the half-built

@@ -1,0 +1,53 @@
+// See include/streamlens_gst.h, "Elements": type checks, names and small element helpers that
+// Swift cannot write itself (a macro, a variadic function, a GstIterator callback). The rest of
+// the module, one concern a file: buffers.c, messages.c, properties.c, preview_window.c,
+// stage_element.c, stage_pads.c, stage_restart.c, regions.c, outputs.c, diagnosis.c.
+#include "streamlens_gst.h"
+
+gboolean sl_is_bin(GstElement *element) { return GST_IS_BIN(element); }
+gboolean sl_is_element(gpointer object) { return GST_IS_ELEMENT(object); }
+const char *sl_element_factory_name(GstElement *element) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    return factory ? GST_OBJECT_NAME(factory) : NULL;
+}
+
+const char *sl_element_klass(GstElement *element) {
+    const char *klass = gst_element_class_get_metadata(GST_ELEMENT_GET_CLASS(element), GST_ELEMENT_METADATA_KLASS);
+    return klass ? klass : "";
+}
+
+GstElement *sl_pipeline_parse(const char *description, GError **error) {
+    // FATAL_ERRORS: an unknown property or a failed link is an error, not a warning with a
+    // half-built pipeline.
+    GstElement *element = gst_parse_launch_full(description, NULL, GST_PARSE_FLAG_FATAL_ERRORS, error);
+    if (!element) return NULL;
+    gst_object_ref_sink(element); // gst_parse_launch returns a floating reference
+    if (GST_IS_PIPELINE(element)) return element;
+    GstElement *pipeline = gst_pipeline_new(NULL);
+    gst_object_ref_sink(pipeline);
+    gst_bin_add(GST_BIN(pipeline), element); // takes its own reference
+    gst_object_unref(element);
+    return pipeline;
+}
+
+gboolean sl_element_has_unlinked_sink_pad(GstElement *element) {
+    gboolean found = FALSE;
+    GST_OBJECT_LOCK(element);
+    for (GList *l = element->sinkpads; l && !found; l = l->next) found = !gst_pad_is_linked(GST_PAD(l->data));
+    GST_OBJECT_UNLOCK(element);
+    return found;
+}
+
+static void sl_send_eos_to_peer(const GValue *value, gpointer data) {
+    (void)data;
+    GstPad *peer = gst_pad_get_peer(GST_PAD(g_value_get_object(value)));
+    if (!peer) return;
+    gst_pad_send_event(peer, gst_event_new_eos());
+    gst_object_unref(peer);
+}
+
+void sl_element_send_eos_downstream(GstElement *element) {
+    GstIterator *it = gst_element_iterate_src_pads(element);
+    while (gst_iterator_foreach(it, sl_send_eos_to_peer, NULL) == GST_ITERATOR_RESYNC) gst_iterator_resync(it);
+    gst_iterator_free(it);
+}

@@ -1,0 +1,41 @@
+// CGstShim's own: what its C files share and Swift never sees (include/ is the module's public
+// header). The stage element's instance, which stage_element.c makes, stage_pads.c answers for
+// and stage_restart.c flushes; and the pad functions stage_element.c installs.
+#pragma once
+#include "streamlens_gst.h"
+// Our own locks are pthread mutexes, not GMutex: GLib's are futexes that ThreadSanitizer cannot
+// see (`make test-tsan` would report every access they guard as a race).
+#include <pthread.h>
+
+typedef struct {
+    GstBin parent;
+    GstElement *appsink, *appsrc;
+    GstPad *sinkpad, *srcpad; // ghost pads
+    pthread_mutex_t lock;              // guards values, context
+    GValue *values;
+    guint n_values;
+    gpointer context;
+    GDestroyNotify release;
+    GstClockTime latency;     // atomic
+    guint64 arrived;          // atomic
+    gint downstream_flow;     // atomic: GST_FLOW_OK, or what downstream returned (EOS…)
+    guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first)
+    GList *pending_tags;      // guarded by lock
+    gboolean has_pending_tags; // atomic
+    gint end_requested;       // atomic: an EOS was sent to the stage from outside (Ctrl-C)
+} SLStage;
+
+// stage_restart.c: whether another stage is upstream of this one (its output feeds this one).
+G_GNUC_INTERNAL gboolean sl_stage_has_stage_upstream(GstElement *stage);
+
+// stage_pads.c, installed on each stage's pads by sl_instance_init. Internal: not exported from
+// libgststreamlens.so.
+// The src pad's query function (LATENCY).
+G_GNUC_INTERNAL gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query);
+// The sink pad's query function of a pass-through stage (CAPS).
+G_GNUC_INTERNAL gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query);
+// Probes: buffers reaching the inner appsink (data: the SLStage), end-of-stream leaving the
+// inner appsrc, tags reaching the inner appsink.
+G_GNUC_INTERNAL GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data);
+G_GNUC_INTERNAL GstPadProbeReturn sl_watch_src_eos(GstPad *pad, GstPadProbeInfo *info, gpointer data);
+G_GNUC_INTERNAL GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpointer data);

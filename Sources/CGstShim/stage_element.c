@@ -1,0 +1,287 @@
+// See include/streamlens_gst.h, "Stage elements": the GObject type that makes a Swift stage a
+// GStreamer element (class and instance, properties, state changes, registration, the Swift
+// side's context). What its pads answer is in stage_pads.c; its source restart in stage_restart.c.
+#include "shim_private.h"
+
+typedef struct {
+    SLStageInfo info;   // deep copy, kept for the life of the process (types are never unloaded)
+    GstCaps *sink_caps;
+} SLStageClassData;
+
+typedef struct {
+    GstBinClass parent_class;
+    SLStageClassData *data;
+} SLStageClass;
+
+#define SL_LOSSLESS_QUEUE 4 // buffers held by the inner appsink and appsrc in lossless mode
+
+static SLStageCallbacks sl_callbacks;
+static GstElementClass *sl_bin_class;    // every stage type derives from GstBin directly
+static GQuark sl_stage_quark;
+
+void sl_stage_set_callbacks(SLStageCallbacks callbacks) { sl_callbacks = callbacks; }
+
+gboolean sl_is_stage(GstElement *element) {
+    return element && sl_stage_quark && g_type_get_qdata(G_OBJECT_TYPE(element), sl_stage_quark) != NULL;
+}
+
+static SLStageClass *sl_class_of(gpointer instance) { return (SLStageClass *)G_OBJECT_GET_CLASS(instance); }
+
+static void sl_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec) {
+    SLStage *self = (SLStage *)object;
+    guint index = id - 1;
+    if (index >= self->n_values) { G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); return; }
+    pthread_mutex_lock(&self->lock);
+    g_value_copy(value, &self->values[index]);
+    gboolean notify = self->context != NULL;
+    pthread_mutex_unlock(&self->lock);
+    if (notify && sl_callbacks.property_changed) sl_callbacks.property_changed(GST_ELEMENT(object), index);
+}
+
+static void sl_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec) {
+    SLStage *self = (SLStage *)object;
+    guint index = id - 1;
+    if (index >= self->n_values) { G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); return; }
+    pthread_mutex_lock(&self->lock);
+    g_value_copy(&self->values[index], value);
+    pthread_mutex_unlock(&self->lock);
+}
+
+static void sl_finalize(GObject *object) {
+    SLStage *self = (SLStage *)object;
+    if (self->context && self->release) self->release(self->context);
+    g_list_free_full(self->pending_tags, (GDestroyNotify)gst_event_unref);
+    for (guint i = 0; i < self->n_values; i++) g_value_unset(&self->values[i]);
+    g_free(self->values);
+    pthread_mutex_destroy(&self->lock);
+    G_OBJECT_CLASS(sl_bin_class)->finalize(object);
+}
+
+static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange transition) {
+    // The inner appsrc is live: in PAUSED it pushes nothing. A bin takes its sinks to PLAYING
+    // first, so the inner appsink would get there before it — and appsink's change waits for the
+    // preroll lock, which upstream's streaming thread holds while it waits for room in the full
+    // appsink; the worker that would make room waits for room in the appsrc, which waits for
+    // PLAYING: a deadlock when frames came fast enough in PAUSED to fill both queues (a file
+    // source under a busy core). The appsrc goes first; downstream of the stage is PLAYING already.
+    SLStage *self = (SLStage *)element;
+    if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->appsrc)
+        gst_element_set_state(self->appsrc, GST_STATE_PLAYING);
+    GstStateChangeReturn ret = sl_bin_class->change_state(element, transition);
+    if (ret == GST_STATE_CHANGE_FAILURE) return ret;
+    switch (transition) {
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+        if (sl_callbacks.start && !sl_callbacks.start(element, sl_class_of(element)->data->info.type_id))
+            return GST_STATE_CHANGE_FAILURE;
+        break;
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+        if (sl_callbacks.stop) sl_callbacks.stop(element);
+        break;
+    default:
+        break;
+    }
+    return ret;
+}
+
+static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
+    SLStage *self = (SLStage *)instance;
+    SLStageClassData *data = ((SLStageClass *)g_class)->data;
+    pthread_mutex_init(&self->lock, NULL);
+    guint n = 0;
+    GParamSpec **pspecs = g_object_class_list_properties(G_OBJECT_CLASS(g_class), &n);
+    self->n_values = data->info.n_props;
+    self->values = g_new0(GValue, self->n_values);
+    for (guint i = 0; i < n; i++) {
+        if (pspecs[i]->owner_type != G_TYPE_FROM_CLASS(g_class)) continue;
+        guint index = pspecs[i]->param_id - 1;
+        if (index >= self->n_values) continue;
+        g_value_init(&self->values[index], pspecs[i]->value_type);
+        g_param_value_set_default(pspecs[i], &self->values[index]);
+    }
+    g_free(pspecs);
+
+    // The pair is unlinked; the Swift worker carries samples across. appsink: async=false
+    // (else the pipeline deadlocks before the first frame), sync=false (real sinks sync),
+    // no last-sample reference (it would force a copy on make_writable). appsrc: time format
+    // (bytes is the default and silently breaks muxers), live, blocking, no byte limit.
+    // Four buffers on each side in lossless mode: with two, each frame costs two thread
+    // wake-ups in lock-step; four lets the threads run in bursts (bench-bridge: ~28 -> ~19 us
+    // added per 720p frame) for ~22 MB more at 720p RGB.
+    self->appsink = gst_element_factory_make("appsink", "stage_sink");
+    g_object_set(self->appsink, "caps", data->sink_caps, "async", FALSE, "sync", FALSE, "qos", FALSE,
+                 "enable-last-sample", FALSE, "emit-signals", FALSE, "max-buffers", (guint)SL_LOSSLESS_QUEUE, "drop", FALSE, NULL);
+    gst_bin_add(GST_BIN(self), self->appsink);
+    GstPad *sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    GstElementClass *klass = GST_ELEMENT_CLASS(g_class);
+    self->sinkpad = gst_ghost_pad_new_from_template("sink", sinkpad, gst_element_class_get_pad_template(klass, "sink"));
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
+    gst_object_unref(sinkpad);
+    if (data->info.caps_passthrough && !data->info.is_sink) gst_pad_set_query_function(self->sinkpad, sl_sink_query);
+    gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+    // A sink stage ends the pipeline: the frames go wherever its worker sends them.
+    if (data->info.is_sink) return;
+
+    self->appsrc = gst_element_factory_make("appsrc", "stage_src");
+    g_object_set(self->appsrc, "format", GST_FORMAT_TIME, "is-live", TRUE, "block", TRUE, "max-bytes", (guint64)0,
+                 "max-buffers", (guint64)SL_LOSSLESS_QUEUE, "handle-segment-change", TRUE, NULL);
+    gst_bin_add(GST_BIN(self), self->appsrc);
+    GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
+    self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
+    sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
+    gst_object_unref(sinkpad);
+    gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
+    gst_object_unref(srcpad);
+    gst_pad_set_query_function(self->srcpad, sl_src_query);
+    gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+}
+
+// An EOS sent to the pipeline (Ctrl-C, a window closed) reaches every element flagged as a
+// source — and a bin holding an appsrc is flagged so. Let through, it made the inner appsrc end
+// the stream at once, before the frames the worker still held (waiting for their inference)
+// were pushed: the last frames of a lossless run were lost. Instead the first stage of a chain
+// asks its worker to end: it delivers what it holds, ends its output, and refuses more input
+// with EOS (upstream then stops, as for a sink that wanted N frames). A stage behind another
+// stage ignores it: the EOS reaches it in the stream, behind the frames.
+static gboolean sl_send_event(GstElement *element, GstEvent *event) {
+    if (GST_EVENT_TYPE(event) != GST_EVENT_EOS) return GST_ELEMENT_CLASS(sl_bin_class)->send_event(element, event);
+    gst_event_unref(event);
+    if (!sl_stage_has_stage_upstream(element)) __atomic_store_n(&((SLStage *)element)->end_requested, 1, __ATOMIC_RELEASE);
+    return TRUE;
+}
+
+gboolean sl_stage_end_requested(GstElement *stage) {
+    return __atomic_load_n(&((SLStage *)stage)->end_requested, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void sl_class_init(gpointer g_class, gpointer class_data) {
+    SLStageClass *klass = (SLStageClass *)g_class;
+    SLStageClassData *data = class_data;
+    klass->data = data;
+    sl_bin_class = g_type_class_peek(GST_TYPE_BIN);
+    GObjectClass *object_class = G_OBJECT_CLASS(g_class);
+    object_class->set_property = sl_set_property;
+    object_class->get_property = sl_get_property;
+    object_class->finalize = sl_finalize;
+    GstElementClass *element_class = GST_ELEMENT_CLASS(g_class);
+    element_class->change_state = sl_change_state;
+    element_class->send_event = sl_send_event;
+
+    for (guint i = 0; i < data->info.n_props; i++) {
+        const SLPropSpec *p = &data->info.props[i];
+        GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY);
+        GParamSpec *spec = NULL;
+        switch (p->kind) {
+        case SL_PROP_BOOL: spec = g_param_spec_boolean(p->name, p->name, p->blurb, p->default_number != 0, flags); break;
+        // Numbers get the type's full range: GLib would only warn about an out-of-range value
+        // and keep the default; the stage validates against the table's range on start and
+        // fails with a message naming the property. (The real range is in the blurb.)
+        case SL_PROP_INT: spec = g_param_spec_int(p->name, p->name, p->blurb, G_MININT, G_MAXINT, (gint)p->default_number, flags); break;
+        case SL_PROP_DOUBLE: spec = g_param_spec_double(p->name, p->name, p->blurb, -G_MAXDOUBLE, G_MAXDOUBLE, p->default_number, flags); break;
+        case SL_PROP_STRING: spec = g_param_spec_string(p->name, p->name, p->blurb, p->default_string, flags); break;
+        }
+        g_object_class_install_property(object_class, i + 1, spec);
+    }
+    gst_element_class_set_metadata(element_class, data->info.longname, data->info.is_sink ? "Sink/Network/Video" : "Filter/Effect/Video",
+                                   data->info.description, "StreamLens");
+    gst_element_class_add_pad_template(element_class,
+        gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, data->sink_caps));
+    if (!data->info.is_sink) gst_element_class_add_pad_template(element_class,
+        gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                             data->info.caps_passthrough ? data->sink_caps : GST_CAPS_ANY));
+}
+
+void sl_registry_forget_plugin(const char *name) {
+    GstRegistry *registry = gst_registry_get();
+    GstPlugin *plugin = gst_registry_find_plugin(registry, name);
+    if (!plugin) return;
+    gst_registry_remove_plugin(registry, plugin);
+    gst_object_unref(plugin);
+}
+
+gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin) {
+    if (!sl_stage_quark) sl_stage_quark = g_quark_from_static_string("streamlens-stage");
+    // "GstLenspass": GStreamer names instances after the type minus "Gst", so the first
+    // lenspass in a pipeline is "lenspass0", as users expect from gst-launch.
+    char *type_name = g_strdup_printf("Gst%c%s", g_ascii_toupper(info->name[0]), info->name + 1);
+    GType type = g_type_from_name(type_name);
+    if (!type) {
+        SLStageClassData *data = g_new0(SLStageClassData, 1);
+        data->info = *info;
+        data->info.name = g_strdup(info->name);
+        data->info.longname = g_strdup(info->longname);
+        data->info.description = g_strdup(info->description);
+        data->info.sink_caps = g_strdup(info->sink_caps);
+        SLPropSpec *props = g_new0(SLPropSpec, info->n_props);
+        for (guint i = 0; i < info->n_props; i++) {
+            props[i] = info->props[i];
+            props[i].name = g_intern_string(info->props[i].name);
+            props[i].blurb = g_intern_string(info->props[i].blurb);
+            props[i].default_string = info->props[i].default_string ? g_strdup(info->props[i].default_string) : NULL;
+        }
+        data->info.props = props;
+        data->sink_caps = gst_caps_from_string(info->sink_caps);
+        if (!data->sink_caps) { g_free(type_name); return FALSE; }
+        GTypeInfo type_info = {
+            .class_size = sizeof(SLStageClass), .class_init = sl_class_init, .class_data = data,
+            .instance_size = sizeof(SLStage), .instance_init = sl_instance_init,
+        };
+        type = g_type_register_static(GST_TYPE_BIN, type_name, &type_info, 0);
+        g_type_set_qdata(type, sl_stage_quark, GINT_TO_POINTER(1));
+    }
+    g_free(type_name);
+    return gst_element_register(plugin, info->name, GST_RANK_NONE, type);
+}
+
+GstAppSink *sl_stage_appsink(GstElement *stage) { return GST_APP_SINK(((SLStage *)stage)->appsink); }
+GstAppSrc *sl_stage_appsrc(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    return self->appsrc ? GST_APP_SRC(self->appsrc) : NULL;
+}
+
+void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release) {
+    SLStage *self = (SLStage *)stage;
+    pthread_mutex_lock(&self->lock);
+    gpointer old = self->context; GDestroyNotify old_release = self->release;
+    self->context = context; self->release = release;
+    pthread_mutex_unlock(&self->lock);
+    if (old && old_release) old_release(old);
+}
+
+gpointer sl_stage_get_context(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    pthread_mutex_lock(&self->lock);
+    gpointer context = self->context;
+    pthread_mutex_unlock(&self->lock);
+    return context;
+}
+
+#define SL_VALUE_GETTER(ret, name, getter) \
+    ret name(GstElement *stage, guint index) { \
+        SLStage *self = (SLStage *)stage; \
+        if (index >= self->n_values) return 0; \
+        pthread_mutex_lock(&self->lock); \
+        ret value = getter(&self->values[index]); \
+        pthread_mutex_unlock(&self->lock); \
+        return value; \
+    }
+SL_VALUE_GETTER(gboolean, sl_stage_get_bool, g_value_get_boolean)
+SL_VALUE_GETTER(gint64, sl_stage_get_int, g_value_get_int)
+SL_VALUE_GETTER(double, sl_stage_get_double, g_value_get_double)
+SL_VALUE_GETTER(char *, sl_stage_dup_string, g_value_dup_string)
+
+gboolean sl_stage_internals_intact(GstElement *stage) {
+    SLStage *self = (SLStage *)stage;
+    gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE, emit = TRUE;
+    GstFormat format = GST_FORMAT_UNDEFINED;
+    g_object_get(self->appsink, "async", &async, "sync", &sync, "emit-signals", &emit, NULL);
+    if (!self->appsrc) return !async && !sync && !emit;
+    g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
+    return live && block && format == GST_FORMAT_TIME && !async && !sync && !emit;
+}
+
+void sl_stage_configure_queue(GstElement *stage, gboolean live) {
+    SLStage *self = (SLStage *)stage;
+    g_object_set(self->appsink, "max-buffers", live ? 1 : SL_LOSSLESS_QUEUE, "drop", live, NULL);
+}

@@ -1,0 +1,129 @@
+import Foundation
+import StreamLensCore
+
+/// Runs one stage the way the GStreamer bridge does — settings from its property table, the
+/// format before the first frame, every frame through `process`, pending frames finished in
+/// order (`FrameDelivery`, the bridge's own rule), live changes between frames, the notices
+/// after each call — with frames in memory, so a stage is tested without a pipeline.
+///
+///     let driver = try StageDriver(DetectStage.self, settings: ["model": .string("Models/face-short-range.json")])
+///     try driver.start(.packed("RGB", width: 512, height: 512))
+///     let out = driver.push(bytes)          // frames that left, in order
+///     let rest = driver.finish()            // end of stream: every held frame
+///
+/// Used from one thread, like a stage.
+public final class StageDriver<S: Stage> {
+    /// A frame that left the stage, with what the stage said of it.
+    public struct Delivered {
+        public var index: Int
+        public var outcome: FrameOutcome
+        public var pixels: MemoryPixels
+    }
+
+    public let stage: S
+    public private(set) var settings: StageSettings
+    public private(set) var format: VideoFormat?
+    /// Everything the stage said, in order.
+    public private(set) var notices: [StageNotice] = []
+    /// Properties the stage set back after a refused change (as the bridge does on the element).
+    public private(set) var restored: [String: PropertyValue] = [:]
+    private var delivery = FrameDelivery<(index: Int, pixels: MemoryPixels)>()
+    private var nextIndex = 0
+    private var pts: UInt64 = 0
+
+    /// The stage built from its table's defaults and `settings` (checked against the table, as
+    /// the bridge checks them when a pipeline starts).
+    public init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:]) throws {
+        for name in values.keys where !S.descriptor.properties.contains(where: { $0.name == name }) {
+            throw StageError("\(S.descriptor.name) has no property \(name)")
+        }
+        settings = StageSettings(descriptor: S.descriptor, values: values)
+        try settings.validate(against: S.descriptor)
+        stage = try S(settings: settings)
+        collectNotices()
+    }
+
+    /// The negotiated format (before the first frame, and at a caps change).
+    public func start(_ format: VideoFormat) throws {
+        self.format = format
+        try stage.formatChanged(format)
+        collectNotices()
+    }
+
+    /// One frame: the frames that left the stage after it, in order (none while it waits for a
+    /// request in flight, several when earlier ones finished).
+    @discardableResult
+    public func push(_ bytes: [UInt8], regions: [RegionOfInterest] = []) -> [Delivered] {
+        guard let format else { preconditionFailure("StageDriver.start(format) before the first frame") }
+        precondition(bytes.count >= format.size, "a frame of \(bytes.count) bytes for \(format) (\(format.size) bytes)")
+        let pixels = MemoryPixels(bytes: bytes, regions: regions)
+        let index = nextIndex
+        nextIndex += 1
+        let frame = Frame(format: format, pts: pts, duration: format.frameDurationNanoseconds, index: index, pixels: pixels)
+        pts += format.frameDurationNanoseconds ?? 0
+        let outcome = stage.process(frame)
+        collectNotices()
+        var out = delivery.add((index, pixels), outcome: outcome).map { Delivered(index: $0.0.index, outcome: $0.1, pixels: $0.0.pixels) }
+        out += deliverReady(wait: false)
+        return out
+    }
+
+    /// End of stream: every frame still held, waited for, in order.
+    public func finish() -> [Delivered] { deliverReady(wait: true) }
+
+    /// Frames whose outcomes are in now (what the bridge does while it waits for the next frame).
+    public func poll() -> [Delivered] { deliverReady(wait: false) }
+
+    /// Frames held: pending, or behind one that is.
+    public var held: Int { delivery.count }
+
+    /// A live change (only properties marked live), delivered between frames as the bridge
+    /// delivers a `g_object_set` or a control-socket `set`.
+    public func change(_ values: [String: PropertyValue]) throws {
+        var all = settings.values
+        for (name, value) in values {
+            guard let spec = S.descriptor.properties.first(where: { $0.name == name }) else {
+                throw StageError("\(S.descriptor.name) has no property \(name)")
+            }
+            guard spec.live else { throw StageError("property \(name) cannot change while playing") }
+            all[name] = value
+        }
+        let next = StageSettings(descriptor: S.descriptor, values: all)
+        try next.validate(against: S.descriptor)
+        settings = next
+        stage.settingsChanged(next)
+        collectNotices()
+    }
+
+    /// Pushes copies of `bytes` until a notice containing `text` comes (a background load
+    /// finishing), at most `frames` of them; the frames that left meanwhile. Event-driven: the
+    /// stage applies finished loads between frames, so frames are what moves it on.
+    public func pushUntilNotice(containing text: String, frames: Int = 600, bytes: [UInt8],
+                                pause: TimeInterval = 0.01) -> (found: Bool, delivered: [Delivered]) {
+        var delivered: [Delivered] = []
+        let seen = notices.count
+        for _ in 0..<frames {
+            delivered += push(bytes)
+            if notices[seen...].contains(where: { $0.text.contains(text) }) { return (true, delivered) }
+            Thread.sleep(forTimeInterval: pause)
+        }
+        return (false, delivered)
+    }
+
+    private func deliverReady(wait: Bool) -> [Delivered] {
+        var out: [Delivered] = []
+        _ = delivery.deliverReady(from: stage, wait: wait, afterAsking: collectNotices) { item, outcome in
+            out.append(Delivered(index: item.index, outcome: outcome, pixels: item.pixels))
+            return true
+        }
+        return out
+    }
+
+    private func collectNotices() {
+        for notice in stage.takeNotices() {
+            notices.append(notice)
+            restored.merge(notice.restore) { $1 }
+            for (name, value) in notice.restore { settings = StageSettings(descriptor: S.descriptor, values: settings.values.merging([name: value]) { $1 }) }
+        }
+    }
+}
