@@ -27,7 +27,7 @@ final class StageWorker: @unchecked Sendable {
     let name: String
 
     private let pendingSettings = Mutex<StageSettings?>(nil)
-    private let stopping = Atomic<Bool>(false)
+    let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private var thread: Thread?
 
@@ -123,18 +123,10 @@ final class StageWorker: @unchecked Sendable {
         while true {
             // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
-            if let watchdog, let reason = watchdog.pendingFailure() {
-                if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
-                    // Ending (Ctrl-C) while the source is down: its end-of-stream will not come
-                    // through a stopped source, so the watchdog ends the stream itself.
-                    if StageElements.ending.load(ordering: .relaxed) { endWithoutSource() }
-                    return
-                }
-                continue
-            }
-            if watchdog != nil, StageElements.ending.load(ordering: .relaxed), watchdog?.sourceIsDown == true {
-                endWithoutSource()
-                return
+            switch watchdogBeforePull() {
+            case .proceed: break
+            case .again: continue
+            case .stop: return
             }
             // Ctrl-C reached this stage (the first of its chain): the frames it holds go out,
             // then its end-of-stream; upstream is refused with EOS from now on and stops.
@@ -148,10 +140,10 @@ final class StageWorker: @unchecked Sendable {
             // leaves soon even when no new frame comes.
             if !held.isEmpty, !deliverFinished(wait: false) { return }
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(held.isEmpty ? 100_000_000 : 2_000_000)) else {
-                if gst_app_sink_is_eos(appsink) != 0, let watchdog, watchdog.restartOnEOS, !StageElements.ending.load(ordering: .relaxed),
-                   !stopping.load(ordering: .relaxed) {
-                    if !watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return }
-                    continue
+                switch watchdogAtEndOfStream() {
+                case .proceed: break
+                case .again: continue
+                case .stop: return
                 }
                 if gst_app_sink_is_eos(appsink) != 0 {
                     if !held.isEmpty, !deliverFinished(wait: true) { return }
@@ -288,37 +280,16 @@ final class StageWorker: @unchecked Sendable {
         }
     }
 
-    /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
-    /// now, in appsrc's own segment, so the timeline runs on across source restarts.
-    private var pushedCaps: UnsafeMutablePointer<GstCaps>?
-    private func pushRestamped(_ sample: OpaquePointer, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
-        if let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(pushedCaps, caps) == 0 {
-            gst_app_src_set_caps(appsrc, caps)
-            if let pushedCaps { gst_caps_unref(pushedCaps) }
-            pushedCaps = gst_caps_ref(caps)
-        }
-        guard let buffer = gst_sample_get_buffer(sample) else { return GST_FLOW_ERROR }
-        let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
-        sl_buffer_set_pts(own, sl_element_running_time_now(element))
-        sl_handoff_release(own)
-        return gst_app_src_push_buffer(appsrc, own)
-    }
-
-    /// Ctrl-C while a watchdog's source is down: no end-of-stream will come through it, so the
-    /// stage ends its own input (the pipeline waits for its inner appsink too) and its output.
-    private func endWithoutSource() {
-        sl_stage_end_input(element)
-        finishStream()
-    }
-
     /// End of stream: the summary, then end-of-stream downstream (once).
-    private func finishStream() {
+    func finishStream() {
         guard !streamFinished else { return }
         streamFinished = true
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
-    private var streamFinished = false
+    private(set) var streamFinished = false
+    /// The caps a watchdog last set on appsrc (StageWorker+Watchdog).
+    var pushedCaps: UnsafeMutablePointer<GstCaps>?
 
     /// First sample and caps changes: tell the stage, and report the caps on the bus.
     private func handleCaps(of sample: OpaquePointer) -> Bool {
