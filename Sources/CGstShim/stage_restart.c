@@ -103,6 +103,18 @@ void sl_stage_end_input(GstElement *stage) {
     gst_object_unref(pad);
 }
 
+static gpointer sl_end_input_thread(gpointer data) {
+    sl_stage_end_input(data);
+    gst_object_unref(data);
+    return NULL;
+}
+
+void sl_stage_end_input_soon(GstElement *stage) {
+    // Its own thread: the EOS waits for the sink pad's stream lock, which upstream's streaming
+    // thread may hold in a push the worker has yet to drain.
+    g_thread_unref(g_thread_new("stage-end-input", sl_end_input_thread, gst_object_ref(stage)));
+}
+
 // ---- dynamic pads relinked after a restart -----------------------------------------------
 
 // Links of an element's "sometimes" pads (a demuxer's, rtspsrc's, decodebin's), recorded before

@@ -33,7 +33,11 @@ extension StageWorker {
     func watchdogAtEndOfStream() -> PumpStep {
         guard let watchdog, gst_app_sink_is_eos(appsink) != 0, watchdog.restartOnEOS,
               !StageElements.ending.load(ordering: .relaxed), !stopping.load(ordering: .relaxed) else { return .proceed }
-        return watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) ? .again : .stop
+        if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return .again }
+        // Ending (Ctrl-C) during the back-off: the input has its end-of-stream already; the
+        // output gets its own (the pipeline's EOS is not let through to the inner appsrc).
+        if StageElements.ending.load(ordering: .relaxed) { finishStream() }
+        return .stop
     }
 
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time

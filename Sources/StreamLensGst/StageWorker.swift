@@ -129,12 +129,15 @@ final class StageWorker: @unchecked Sendable {
             case .stop: return
             }
             // Ctrl-C reached this stage (the first of its chain): the frames it holds go out,
-            // then its end-of-stream; upstream is refused with EOS from now on and stops.
+            // then its end-of-stream; upstream is refused with EOS from now on, and the stage's
+            // own input ends too (the pipeline waits for its inner appsink's EOS, which a source
+            // that is down or restarting would never send). Meanwhile the pump keeps draining.
             if !streamFinished, sl_stage_end_requested(element) != 0 {
                 if !held.isEmpty, !deliverFinished(wait: true) { return }
                 finishStream()
                 sl_stage_set_downstream_flow(element, GST_FLOW_EOS)
                 downstreamDone = true
+                sl_stage_end_input_soon(element)
             }
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.

@@ -219,6 +219,9 @@ void sl_stage_flush_input(GstElement *stage);
 // Sends end-of-stream into the stage's own input: the pipeline counts the inner appsink among its
 // sinks, and a stopped source part will never send one.
 void sl_stage_end_input(GstElement *stage);
+// The same from a thread of its own, so the caller (the worker, which must keep draining the
+// appsink) never waits for the stream lock.
+void sl_stage_end_input_soon(GstElement *stage);
 // Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
 // watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
 // the watchdog starts it once the pipeline plays, and again after each outage.
