@@ -25,8 +25,19 @@ import Testing
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("out.rgb").path
-        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/gst-launch-1.0"), ["-q"] + gstPlayer(url, protocols: protocols, count: count, out: out), timeout: timeout)
-        return (split(out, width: width, height: height), r)
+        var r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/gst-launch-1.0"), ["-q"] + gstPlayer(url, protocols: protocols, count: count, out: out), timeout: timeout)
+        let frames = split(out, width: width, height: height)
+        // After its own end of stream (all `count` frames decoded) rtspsrc tears the session down;
+        // under a busy core the server may have closed the connection by then, and gst-launch
+        // exits 1 for the PAUSE/TEARDOWN it could not send. The player got what it came for:
+        // judged by its frames, that is a success (every other error still fails).
+        let errors = r.stderr.split(separator: "\n").filter { $0.hasPrefix("ERROR:") }
+        if r.status != 0, !r.timedOut, frames.count == count, !errors.isEmpty,
+           errors.allSatisfy({ $0.contains("GstRTSPSrc") && $0.contains("Could not write to resource") }),
+           r.stderr.contains("Could not send message") {
+            r.status = 0
+        }
+        return (frames, r)
     }
 
     /// rtspsrc → depay → decode → RGB → file; identity ends the stream after `count` frames.
