@@ -90,6 +90,7 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
             SLRegion *r = &regions[n];
             memset(r, 0, sizeof *r);
             g_strlcpy(r->label, roi->roi_type ? g_quark_to_string(roi->roi_type) : "", sizeof r->label);
+            r->meta = roi;
             r->x = roi->x; r->y = roi->y; r->width = roi->w; r->height = roi->h;
             r->confidence = -1; r->label_id = -1; r->object_id = -1;
             GstStructure *detection = gst_video_region_of_interest_meta_get_param(roi, "detection");
@@ -119,8 +120,8 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
     return n;
 }
 
-guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, double *xy, guint max) {
-    GstVideoRegionOfInterestMeta *roi = sl_region_at(buffer, index);
+guint sl_region_keypoints(const SLRegion *region, guint frame_width, guint frame_height, double *xy, guint max) {
+    GstVideoRegionOfInterestMeta *roi = region->meta;
     GstStructure *keypoints = roi ? gst_video_region_of_interest_meta_get_param(roi, "keypoints") : NULL;
     const GValue *points = keypoints ? gst_structure_get_value(keypoints, "points") : NULL;
     if (!points || !GST_VALUE_HOLDS_ARRAY(points)) return 0;
@@ -135,8 +136,8 @@ guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_wid
     return filled;
 }
 
-gboolean sl_buffer_region_attribute(GstBuffer *buffer, guint index, guint n, const char **name, const char **value) {
-    GstVideoRegionOfInterestMeta *roi = sl_region_at(buffer, index);
+gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name, const char **value) {
+    GstVideoRegionOfInterestMeta *roi = region->meta;
     GstStructure *attributes = roi ? gst_video_region_of_interest_meta_get_param(roi, "attributes") : NULL;
     if (!attributes || n >= (guint)gst_structure_n_fields(attributes)) return FALSE;
     *name = gst_structure_nth_field_name(attributes, n);

@@ -468,13 +468,13 @@ final class SamplePixels: FramePixels {
             var keypoints: [Point] = []
             if r.keypoint_count > 0 {
                 var xy = [Double](repeating: 0, count: Int(r.keypoint_count) * 2)
-                let got = Int(sl_buffer_region_keypoints(buffer, guint(i), w, h, &xy, r.keypoint_count))
+                let got = Int(sl_region_keypoints(&r, w, h, &xy, r.keypoint_count))
                 keypoints = (0..<got).map { Point(x: xy[2 * $0], y: xy[2 * $0 + 1]) }
             }
             var attributes: [String: String] = [:]
             for a in 0..<r.attribute_count {
                 var name: UnsafePointer<CChar>?, value: UnsafePointer<CChar>?
-                if sl_buffer_region_attribute(buffer, guint(i), a, &name, &value) != 0, let name, let value {
+                if sl_region_attribute(&r, a, &name, &value) != 0, let name, let value {
                     attributes[String(cString: name)] = String(cString: value)
                 }
             }

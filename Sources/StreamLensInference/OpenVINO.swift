@@ -104,6 +104,17 @@ public struct TensorData: Sendable, Equatable {
     public var values: [Float]
 }
 
+extension Array where Element == TensorData {
+    /// The tensors' values as the buffers decoders read, valid during `body` (no copy).
+    public func withBuffers<R>(_ body: ([UnsafeBufferPointer<Float>]) throws -> R) rethrows -> R {
+        func nest(_ i: Int, _ views: [UnsafeBufferPointer<Float>]) throws -> R {
+            guard i < count else { return try body(views) }
+            return try self[i].values.withUnsafeBufferPointer { try nest(i + 1, views + [$0]) }
+        }
+        return try nest(0, [])
+    }
+}
+
 /// The OpenVINO runtime (one `ov_core_t`). Thread-safe as OpenVINO's core is.
 ///
 /// @unchecked Sendable: `core` is created once and never reassigned; OpenVINO documents
@@ -486,9 +497,7 @@ public final class ImageModel {
     /// Sets one of `otherInputs` (f32 values in the input's shape) for every following frame.
     public func setInput(name: String, values: [Float]) throws {
         let port = try otherInput(named: name, count: values.count)
-        // Requests in flight read the old tensor: they finish first.
-        for entry in started { _ = entry.pending.wait() }
-        collectFinished()
+        finishStarted() // requests in flight read the old tensor
         var dims = port.shape.map(Int64.init)
         var shape = ov_shape_t()
         try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")
@@ -546,9 +555,7 @@ public final class ImageModel {
     /// valid only during the call: no copy on the per-frame path.
     public func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
         try checkSize(pixels)
-        // The synchronous path uses the first request: whatever `submit` started finishes first.
-        for entry in started { _ = entry.pending.wait() }
-        collectFinished()
+        finishStarted() // the synchronous path uses the first request
         let request = slots[0].request
         // The tensor wraps the frame without a copy when rows are packed and nothing is padded;
         // otherwise rows are copied into place in a scratch buffer first.
@@ -650,6 +657,12 @@ public final class ImageModel {
         }
         started.append((slot, pending))
         return pending
+    }
+
+    /// Waits for (and collects) every request `submit` started; all are free afterwards.
+    private func finishStarted() {
+        for entry in started { _ = entry.pending.wait() }
+        collectFinished()
     }
 
     /// Frees the requests whose results have been collected (oldest first).

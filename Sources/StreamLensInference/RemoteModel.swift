@@ -105,14 +105,7 @@ public final class RemoteImageModel: ImageInference {
     }
 
     public func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
-        let tensors = try outputs(of: send(pixels).wait().get())
-        return try Self.withViews(tensors[...], [], body)
-    }
-
-    private static func withViews<R>(_ rest: ArraySlice<TensorData>, _ views: [UnsafeBufferPointer<Float>],
-                                     _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
-        guard let first = rest.first else { return try body(views) }
-        return try first.values.withUnsafeBufferPointer { try withViews(rest.dropFirst(), views + [$0], body) }
+        try outputs(of: send(pixels).wait().get()).withBuffers(body)
     }
 }
 

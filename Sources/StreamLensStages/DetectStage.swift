@@ -1,6 +1,5 @@
 import Foundation
 import StreamLensCore
-import StreamLensDraw
 import StreamLensInference
 
 /// `lensdetect`: finds objects with a detector described by a manifest in Models/ (its labels
@@ -64,10 +63,7 @@ public final class DetectStage: Stage {
         var painter: RegionPainter
 
         init(_ settings: StageSettings) throws {
-            let color = settings.string("color")
-            guard let coloring = RegionPainter.coloring(color) else {
-                throw StageError("property color=\(color) is not a #rrggbb colour, class or id")
-            }
+            let coloring = try RegionPainter.coloring(property: settings.string("color"))
             interval = settings.int("interval")
             draw = settings.bool("draw")
             corner = settings.bool("overlay")
@@ -208,8 +204,7 @@ public final class DetectStage: Stage {
         notices += queue.takeNotices()
         switch outcome {
         case .outputs(let outputs, let milliseconds):
-            let bound = waiting.outputs.map { outputs[$0].values }
-            last = regions(Self.withBuffers(bound) { decoder.decode($0) }, waiting.geometry)
+            last = regions(waiting.outputs.map { outputs[$0] }.withBuffers { decoder.decode($0) }, waiting.geometry)
             recordInferenceTime(milliseconds)
         case .notAsked:
             break // the last boxes stay
@@ -230,15 +225,6 @@ public final class DetectStage: Stage {
     /// Decoded detections (model space) as regions in frame pixels.
     private func regions(_ detections: [Detection], _ geometry: FrameGeometry) -> [RegionOfInterest] {
         detections.map { RegionOfInterest(geometry.toFrame($0)) }
-    }
-
-    /// Float arrays as the buffers a decoder reads.
-    private static func withBuffers<R>(_ arrays: [[Float]], _ body: ([UnsafeBufferPointer<Float>]) -> R) -> R {
-        func nest(_ i: Int, _ done: [UnsafeBufferPointer<Float>]) -> R {
-            guard i < arrays.count else { return body(done) }
-            return arrays[i].withUnsafeBufferPointer { nest(i + 1, done + [$0]) }
-        }
-        return nest(0, [])
     }
 
     /// The frame's regions (`last`) attached, drawn, written; the frame's time in the stage

@@ -10,7 +10,7 @@ struct RegionPainter {
     /// The packed RGB formats the painter draws on (lensdetect's, lensoverlay's caps).
     static let sinkCaps = "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}"
 
-    enum Coloring: Equatable {
+    enum Coloring {
         /// Every region in this colour.
         case fixed((Double, Double, Double))
         /// A colour per label id (the palette's first is green: a one-class detector looks as
@@ -18,14 +18,6 @@ struct RegionPainter {
         case perClass
         /// A colour per object id (per class while a region has none).
         case perObject
-
-        static func == (a: Coloring, b: Coloring) -> Bool {
-            switch (a, b) {
-            case let (.fixed(x), .fixed(y)): return x == y
-            case (.perClass, .perClass), (.perObject, .perObject): return true
-            default: return false
-            }
-        }
     }
 
     var coloring: Coloring = .fixed((0, 1, 0))
@@ -34,16 +26,18 @@ struct RegionPainter {
     var keypoints = true
     var attributes = true
 
-    /// The `color` property: `#rrggbb`, `class` or `id`; nil when it is none of those.
-    static func coloring(_ text: String) -> Coloring? {
+    /// The `color` property: `#rrggbb`, `class` or `id`; a StageError naming it otherwise.
+    static func coloring(property text: String) throws -> Coloring {
         switch text {
         case "class": return .perClass
         case "id": return .perObject
-        default: return parseColor(text).map { .fixed($0) }
+        default:
+            guard let color = parseColor(text) else { throw StageError("property color=\(text) is not a #rrggbb colour, class or id") }
+            return .fixed(color)
         }
     }
 
-    static func parseColor(_ text: String) -> (Double, Double, Double)? {
+    private static func parseColor(_ text: String) -> (Double, Double, Double)? {
         let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
         guard hex.count == 6, let v = Int(hex, radix: 16) else { return nil }
         return (Double((v >> 16) & 0xFF) / 255, Double((v >> 8) & 0xFF) / 255, Double(v & 0xFF) / 255)

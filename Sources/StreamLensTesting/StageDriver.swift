@@ -120,10 +120,11 @@ public final class StageDriver<S: Stage> {
     }
 
     private func collectNotices() {
-        for notice in stage.takeNotices() {
-            notices.append(notice)
-            restored.merge(notice.restore) { $1 }
-            for (name, value) in notice.restore { settings = StageSettings(descriptor: S.descriptor, values: settings.values.merging([name: value]) { $1 }) }
-        }
+        let new = stage.takeNotices()
+        notices += new
+        let restore = new.reduce(into: [String: PropertyValue]()) { $0.merge($1.restore) { $1 } }
+        guard !restore.isEmpty else { return }
+        restored.merge(restore) { $1 }
+        settings = StageSettings(descriptor: S.descriptor, values: settings.values.merging(restore) { $1 })
     }
 }

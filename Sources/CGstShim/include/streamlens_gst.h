@@ -190,6 +190,7 @@ typedef struct {
     gint object_id;      // -1 until a tracker assigns one
     guint keypoint_count;
     guint attribute_count;
+    gpointer meta;       // filled by sl_buffer_get_regions: the meta, for the two readers below
 } SLRegion;
 // Adds a region (keypoints: keypoint_count x, y pairs in frame pixels; names/values:
 // attribute_count strings each) for a frame of width x height pixels.
@@ -200,10 +201,11 @@ gboolean sl_buffer_set_region(GstBuffer *buffer, guint index, guint frame_width,
                               const double *keypoints, const char *const *names, const char *const *values);
 // Fills up to `max` regions (regions may be NULL with max 0); returns how many the buffer has.
 guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_height, SLRegion *regions, guint max);
-// Region `index`'s keypoints (up to `max` pairs, frame pixels) and attribute `n` (strings owned
-// by the meta, valid while the buffer is).
-guint sl_buffer_region_keypoints(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, double *xy, guint max);
-gboolean sl_buffer_region_attribute(GstBuffer *buffer, guint index, guint n, const char **name, const char **value);
+// A region's keypoints (up to `max` pairs, frame pixels) and attribute `n` (strings owned by the
+// meta), for a region sl_buffer_get_regions filled, while its buffer lives: no second walk of
+// the buffer's metas.
+guint sl_region_keypoints(const SLRegion *region, guint frame_width, guint frame_height, double *xy, guint max);
+gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name, const char **value);
 
 // ---- Source restart (stage_restart.c) ----------------------------------------------------
 // The watchdog (a stage that restarts its source part). The source part: the elements beside the

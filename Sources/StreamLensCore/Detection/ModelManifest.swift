@@ -14,8 +14,6 @@ import Foundation
 public struct ModelManifest: Sendable, Codable, Equatable {
     /// The only `schema_version` this code reads.
     public static let schemaVersion = 1
-    /// Decoder names this code knows (`DecoderRegistry`).
-    public static var knownDecoders: [String] { DecoderRegistry.names }
 
     public var schemaVersion: Int
     public var name: String
@@ -241,7 +239,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         } catch let e as WrongSchemaVersion {
             throw StageError("model manifest \(origin) has schema_version \(e.version); this StreamLens reads schema_version \(schemaVersion)")
         } catch let e as UnknownDecoder {
-            throw StageError("model manifest \(origin) names decoder '\(e.name)'; known decoders: \(knownDecoders.joined(separator: ", "))")
+            throw StageError("model manifest \(origin) names decoder '\(e.name)'; known decoders: \(DecoderRegistry.names.joined(separator: ", "))")
         } catch let e as DecodingError {
             throw StageError("model manifest \(origin) is not valid: \(describe(e, in: data))")
         } catch {
