@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -97,7 +97,13 @@ bench-live: build
 bench-remote: build
 	.deps/triton-venv/bin/python bench/remote.py $(BIN_RELEASE)
 
-# All four benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
+# Several models in one process: the demo vs its floor (model stages replaced by identity), each
+# model branch alone, and the demo of 0577904 (the main before the shared runtime, built in a
+# worktree; BASE_BIN=… to give one); fps, CPU, the ideal from the solo costs (bench/multi.sh).
+bench-multi: build
+	bench/multi.sh $(BIN_RELEASE)
+
+# All five benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run
 # (bench/all.sh, bench/report.py). About 15 min on a quiet machine, up to 30 on a busy one;
 # a quick look: make bench RUNS=1 DURATION=10 (5 to 10 min).

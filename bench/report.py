@@ -3,7 +3,7 @@
 
 Usage: report.py RESULTS_DIR --markdown bench/REPORT.md --chart bench/report.png
 
-Reads what the benchmarks measured, RESULTS_DIR/{run,bridge,detect,stylize,live}.tsv
+Reads what the benchmarks measured, RESULTS_DIR/{run,bridge,detect,stylize,live,multi}.tsv
 (bench/lib.sh results_open: "key<TAB>value" lines, one figure per run in space-separated lists),
 and writes a Markdown report (the machine, the settings, a table of medians and ratios, each
 benchmark's details and its own printed output) and a PNG chart (fps per pipeline against the
@@ -25,7 +25,7 @@ import os
 import statistics
 import sys
 
-BENCHES = ("bridge", "detect", "stylize", "live")
+BENCHES = ("bridge", "detect", "stylize", "live", "multi")
 # The scripts' own defaults, for the header: a setting below its largest default makes a short run.
 DEFAULTS = {"RUNS": (7, "7 for bridge, 3 for detect and stylize"), "DURATION": (60, "60 s per live variant"),
             "FRAMES": (2000, "2000 bridge frames"), "HAAR_FRAMES": (300, "300 frames for Haar")}
@@ -368,11 +368,46 @@ class Report:
 
     # --- the Markdown ---
 
+    def multi(self):
+        d = self.data.get("multi")
+        if not d:
+            return []
+        frames = num(d.get("frames"))
+        names = {"demo": "the demo", "base": f"the demo of {d.get('base_commit', 'the base')}", "floor": "floor (model stages → identity)",
+                 "decode": "decode alone", "detect": "lensdetect alone", "mosaic": "lensstylize mosaic alone",
+                 "waves": "lensstylize waves alone", "embers": "lensstylize embers alone"}
+        out = ["| pipeline | median s | fps | CPU s (user+sys) | each run (s) |", "|---|---:|---:|---:|---|"]
+        fps = {}
+        for v in names:
+            secs = med(d.get(f"{v}.secs"))
+            if secs is None:
+                continue
+            fps[v] = ratio(frames, secs)
+            out.append(f"| {names[v]} | {f(secs, 2)} | {f(fps[v])} | {f(med(d.get(f'{v}.cpu')), 1)} | {d.get(f'{v}.secs', '')} |")
+        ideal = num(d.get("ideal_fps"))
+        of_ideal = ratio(fps.get("demo"), ideal)
+        out += ["", f"Ideal from the solo costs: ({f(med(d.get('floor.cpu')), 1)} s floor CPU + {d.get('own_cpu', '?')} s the branches' own) / "
+                f"{d.get('cores', '?')} cores = {d.get('ideal_secs', '?')} s = {f(ideal)} fps; demo / ideal {f(of_ideal, 2)}.", ""]
+        self.rows.append(("multi", "the demo (4 models)", f"{f(fps.get('demo'))} fps", "ideal from solo costs", f"{f(ideal)} fps",
+                          f(of_ideal, 2, "×"), "≥ 0.85×", verdict(of_ideal, 0.85)))
+        if "base" in fps:
+            r = ratio(fps["demo"], fps["base"])
+            self.rows.append(("multi", "the demo (4 models)", f"{f(fps['demo'])} fps", names["base"], f"{f(fps['base'])} fps",
+                              f(r, 2, "×"), "≥ 1.60×", verdict(r, 1.6)))
+        else:
+            out += ["No baseline: the base commit could not be built here (see its messages).", ""]
+        self.fps_groups.append(("several models", [(names[v], fps[v], {"demo": "streamlens", "floor": "floor"}.get(v, "other"))
+                                                   for v in ("demo", "base", "floor") if v in fps]))
+        if d.get("summaries"):
+            out += ["The demo's stage summaries (one more run):", ""] + [f"- `{line}`" for line in d["summaries"].split("|") if line.strip()]
+        return out
+
     def markdown(self, chart_name):
         sections = [("Bridge overhead (`make bench-bridge`)", "bridge", self.bridge()),
                     ("Face detection (`make bench-detect`)", "detect", self.detect()),
                     ("Style transfer (`make bench-stylize`)", "stylize", self.stylize()),
-                    ("Live latency over RTSP (`make bench-live`)", "live", self.live())]
+                    ("Live latency over RTSP (`make bench-live`)", "live", self.live()),
+                    ("Several models in one process (`make bench-multi`)", "multi", self.multi())]
         r = self.run
         ram = num(r.get("machine.ram_kb"))
         short = self.overrides()

@@ -29,10 +29,11 @@ private func check(_ status: ov_status_e, _ call: StaticString) throws {
 /// (CPU, GPU, NPU, AUTO…), plus the knobs OpenVINO exposes as properties.
 public struct InferenceOptions: Sendable, Equatable {
     public var device = "CPU"
-    /// "f32", "bf16" or "f16" (INFERENCE_PRECISION_HINT); nil leaves the device's default
-    /// (bf16 on this machine's CPU).
+    /// "f32", "bf16" or "f16" (INFERENCE_PRECISION_HINT); "auto" measures the candidates the
+    /// device runs and keeps the faster (`PrecisionDecision`); nil leaves the device's default
+    /// (bf16 on CPUs with avx512_bf16, where it can be the slower).
     public var precision: String?
-    /// INFERENCE_NUM_THREADS; nil or 0 leaves OpenVINO's choice.
+    /// INFERENCE_NUM_THREADS; nil or 0: the process's budget decides (`ThreadPlan`).
     public var threads: Int?
     /// "LATENCY" or "THROUGHPUT" (PERFORMANCE_HINT).
     public var performanceHint: String? = "LATENCY"
@@ -115,12 +116,23 @@ extension Array where Element == TensorData {
     }
 }
 
-/// The OpenVINO runtime (one `ov_core_t`). Thread-safe as OpenVINO's core is.
+/// The OpenVINO runtime (one `ov_core_t`), its compiled models and the process's thread
+/// budget. Model stages share one (`shared()`), so that models compiled twice with the same
+/// settings are compiled once and models that run at the same time divide the cores
+/// (InferenceRuntime.swift says why and how). Thread-safe as OpenVINO's core is.
 ///
 /// @unchecked Sendable: `core` is created once and never reassigned; OpenVINO documents
-/// ov::Core as safe to use from several threads.
+/// ov::Core as safe to use from several threads; the caches are behind locks.
 public final class InferenceEngine: @unchecked Sendable {
     private let core: OpaquePointer
+    /// The model stages alive, for the thread budget.
+    let models = ModelRegistry()
+    /// Compiled models by everything that went into them; held weakly (an entry goes when the
+    /// last ImageModel made from it does).
+    private let compiledModels = Mutex<[String: WeakCompiledModel]>([:])
+    /// One compilation at a time: a second stage asking for the same model waits and shares
+    /// it, and precision=auto measures without another compilation running beside it.
+    private let compiling = NSLock()
 
     public init() throws {
         var core: OpaquePointer?
@@ -129,6 +141,38 @@ public final class InferenceEngine: @unchecked Sendable {
     }
 
     deinit { ov_core_free(core) }
+
+    private static let process: Result<InferenceEngine, InferenceError> = {
+        do { return .success(try InferenceEngine()) } catch let error as InferenceError { return .failure(error) } catch { return .failure(InferenceError("\(error)")) }
+    }()
+
+    /// The process's engine, made on first use: every model stage (and the plugin's elements in
+    /// one process) compiles through it.
+    public static func shared() throws -> InferenceEngine { try process.get() }
+
+    /// Counts a stage that will run the local model at `path` in the thread budget while the
+    /// token lives (stages register when built, before compiling).
+    public func registerModel(_ path: String) -> ModelUse { models.add(path) }
+
+    /// The cores this process may run on.
+    public var cores: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// The thread plan a model compiled now gets.
+    public func threadPlan(path: String, options: InferenceOptions) -> ThreadPlan {
+        let users = models.count(sharing: path)
+        return ThreadPlan.plan(device: options.device, threads: options.threads, cores: cores, models: users.all, sharing: users.same)
+    }
+
+    /// How many compiled models are alive in the cache (for tests and summaries).
+    public var compiledModelCount: Int { compiledModels.withLock { $0.values.filter { $0.model != nil }.count } }
+
+    /// A device's OPTIMIZATION_CAPABILITIES ("FP32", "BF16", "INT8"…); empty if it has none.
+    public func capabilities(of device: String) -> [String] {
+        var value: UnsafeMutablePointer<CChar>?
+        guard ov_core_get_property(core, device, "OPTIMIZATION_CAPABILITIES", &value) == OK, let value else { return [] }
+        defer { ov_free(value) }
+        return String(cString: value).split(separator: " ").map(String.init)
+    }
 
     /// Devices OpenVINO can use here ("CPU", "GPU.0", …).
     public func availableDevices() throws -> [String] {
@@ -164,6 +208,16 @@ public final class InferenceEngine: @unchecked Sendable {
             throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
         }
         try checkDevice(options.device)
+        let plan = threadPlan(path: path, options: options)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        let stamp = "\((attributes?[.size] as? NSNumber)?.int64Value ?? -1)@\((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
+        let key = [path, stamp, options.device, options.precision ?? "default", "\(plan)", "\(input)", "\(frame)", "\(region)",
+                   "\(resizable)", options.cacheDirectory ?? ""].joined(separator: "|")
+        compiling.lock()
+        defer { compiling.unlock() }
+        if let shared = compiledModels.withLock({ $0[key]?.model }) {
+            return try ImageModel(compiled: shared, requests: options.requests)
+        }
         var model: OpaquePointer?
         do {
             try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
@@ -174,8 +228,13 @@ public final class InferenceEngine: @unchecked Sendable {
                                  + (reason.map { "\n  OpenVINO: \($0.trimmingCharacters(in: .whitespaces))" } ?? ""))
         }
         defer { ov_model_free(model) }
-        return try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
-                           resizable: resizable, label: path)
+        let compiled = try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
+                                   plan: plan, resizable: resizable, label: path)
+        compiledModels.withLock { cache in
+            cache = cache.filter { $0.value.model != nil }
+            cache[key] = WeakCompiledModel(compiled)
+        }
+        return try ImageModel(compiled: compiled, requests: options.requests)
     }
 
     /// The pre-processing alone: frames in, the float tensor a model of `shape` (in
@@ -202,14 +261,16 @@ public final class InferenceEngine: @unchecked Sendable {
         defer { ov_model_free(model) }
         var options = InferenceOptions()
         options.precision = "f32"
-        options.requests = 1 // used synchronously, before a request to the server
-        return try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
-                           resizable: false, label: "pre-processing")
+        options.threads = 1 // a few arithmetic steps, not worth more
+        let compiled = try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
+                                   plan: ThreadPlan.plan(device: "CPU", threads: 1, cores: cores, models: 1, sharing: 1),
+                                   resizable: false, label: "pre-processing")
+        return try ImageModel(compiled: compiled, requests: 1) // used synchronously, before a request to the server
     }
 
     /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled.
     private func compile(_ model: OpaquePointer, input: ImageInput, frame: FrameLayout, colorFormat: ov_color_format_e, region: FrameRegion,
-                         options: InferenceOptions, resizable: Bool, label path: String) throws -> ImageModel {
+                         options: InferenceOptions, plan: ThreadPlan, resizable: Bool, label path: String) throws -> CompiledModel {
         let inputs = try ports(model, inputs: true)
         let imageIndex: Int
         if let name = input.name {
@@ -286,12 +347,139 @@ public final class InferenceEngine: @unchecked Sendable {
 
         let outputs = try ports(built!, inputs: false)
         let otherInputs = try ports(built!, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
+        let tensorShape = [1, tensorHeight, tensorWidth, frame.channels]
+        let (compiled, precision) = try compileChoosingPrecision(built!, options: options, plan: plan, tensorShape: tensorShape,
+                                                                 imageInput: imageIndex, label: path)
+        return CompiledModel(engine: self, pointer: compiled, frame: frame, padding: padding, imageInput: imageIndex,
+                             otherInputs: otherInputs, outputs: outputs, settings: "\(precision), \(plan)")
+    }
+
+    /// One compilation with `precision` (nil: the device's default) and the thread plan.
+    private func compileOnce(_ built: OpaquePointer, options: InferenceOptions, plan: ThreadPlan, precision: String?) throws -> OpaquePointer {
+        var pairs: [(String, String)] = []
+        if let precision { pairs.append(("INFERENCE_PRECISION_HINT", precision)) }
+        if let threads = plan.threads { pairs.append(("INFERENCE_NUM_THREADS", String(threads))) }
+        if plan.streams > 1 {
+            pairs.append(("NUM_STREAMS", String(plan.streams)))
+        } else if let h = options.performanceHint {
+            pairs.append(("PERFORMANCE_HINT", h))
+        }
+        if let pinning = plan.pinning { pairs.append(("ENABLE_CPU_PINNING", pinning ? "YES" : "NO")) }
+        if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c)) }
         var compiled: OpaquePointer?
-        try withProperties(options) { count, properties in
+        try withProperties(pairs) { count, properties in
             try check(ov_core_compile_model_props(core, built, options.device, count, properties, &compiled), "ov_core_compile_model_props")
         }
-        return try ImageModel(engine: self, compiled: compiled!, frame: frame, padding: padding, imageInput: imageIndex,
-                              otherInputs: otherInputs, outputs: outputs, requests: options.requests)
+        return compiled!
+    }
+
+    /// The precision a compiled model runs at, as OpenVINO reports it ("f32", "bf16", "f16").
+    private func reportedPrecision(_ compiled: OpaquePointer) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard ov_compiled_model_get_property(compiled, "INFERENCE_PRECISION_HINT", &value) == OK, let value else { return nil }
+        defer { ov_free(value) }
+        let text = String(cString: value).lowercased()
+        return ["float32": "f32", "bfloat16": "bf16", "float16": "f16"][text] ?? text
+    }
+
+    /// Compiles with the precision asked for; for "auto" on the CPU, with the faster of the
+    /// candidates the CPU runs (measured here on the model's own input shape, a few inferences
+    /// each, interleaved, or read from an earlier start's decision). Returns the compiled model
+    /// and what to say about its precision.
+    private func compileChoosingPrecision(_ built: OpaquePointer, options: InferenceOptions, plan: ThreadPlan, tensorShape: [Int],
+                                          imageInput: Int, label path: String) throws -> (OpaquePointer, String) {
+        guard options.precision == "auto" else {
+            let compiled = try compileOnce(built, options: options, plan: plan, precision: options.precision)
+            if let asked = options.precision { return (compiled, "precision \(asked)") }
+            return (compiled, "precision \(reportedPrecision(compiled) ?? "?") (\(options.device)'s default)")
+        }
+        guard options.device == "CPU" else {
+            let compiled = try compileOnce(built, options: options, plan: plan, precision: nil)
+            return (compiled, "precision auto → \(reportedPrecision(compiled) ?? "?") (\(options.device) chooses its own)")
+        }
+        let candidates = precisionCandidates(capabilities: capabilities(of: options.device))
+        let file = options.cacheDirectory.map {
+            PrecisionDecision.file(in: $0, model: path, device: options.device, shape: tensorShape, plan: plan, candidates: candidates)
+        }
+        if let file, let decision = PrecisionDecision.load(file), candidates.contains(decision.precision) {
+            return (try compileOnce(built, options: options, plan: plan, precision: decision.precision), decision.summary(device: options.device, cached: true))
+        }
+        // Each candidate compiled; one the device runs as another precision (a bf16 hint on a
+        // CPU without bf16 runs in f32) is not a candidate here.
+        var runs: [(precision: String, compiled: OpaquePointer)] = []
+        var dropped: [String] = []
+        for candidate in candidates {
+            guard let compiled = try? compileOnce(built, options: options, plan: plan, precision: candidate) else { dropped.append(candidate); continue }
+            let real = reportedPrecision(compiled) ?? candidate
+            if real != candidate || runs.contains(where: { $0.precision == real }) {
+                ov_compiled_model_free(compiled)
+                dropped.append(candidate)
+                continue
+            }
+            runs.append((candidate, compiled))
+        }
+        guard !runs.isEmpty else {
+            let compiled = try compileOnce(built, options: options, plan: plan, precision: "f32")
+            return (compiled, "precision auto → f32 (none of \(candidates.joined(separator: ", ")) compiled as itself)")
+        }
+        let decision: PrecisionDecision
+        if runs.count == 1 {
+            decision = PrecisionDecision(precision: runs[0].precision, milliseconds: [:],
+                                         reason: "the only precision \(options.device) runs here" + (dropped.isEmpty ? "" : "; \(dropped.joined(separator: ", ")) would run as \(runs[0].precision)"))
+        } else {
+            do {
+                decision = PrecisionDecision.fastest(try medianMilliseconds(runs, tensorShape: tensorShape, imageInput: imageInput))!
+            } catch {
+                runs.forEach { ov_compiled_model_free($0.compiled) }
+                throw error
+            }
+        }
+        for run in runs where run.precision != decision.precision { ov_compiled_model_free(run.compiled) }
+        if let file { decision.store(file) }
+        return (runs.first { $0.precision == decision.precision }!.compiled, decision.summary(device: options.device, cached: false))
+    }
+
+    /// Median milliseconds of one inference of each compiled model on a zero frame: one warm-up,
+    /// then `rounds` rounds taking one inference of each in turn (so a load that comes and goes
+    /// weighs on all alike).
+    private func medianMilliseconds(_ runs: [(precision: String, compiled: OpaquePointer)], tensorShape: [Int], imageInput: Int,
+                                    rounds: Int = 5) throws -> [String: Double] {
+        var requests: [OpaquePointer] = []
+        var tensors: [OpaquePointer] = []
+        defer {
+            requests.forEach { ov_infer_request_free($0) }
+            tensors.forEach { ov_tensor_free($0) }
+        }
+        var dims = tensorShape.map(Int64.init)
+        var shape = ov_shape_t()
+        try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")
+        defer { ov_shape_free(&shape) }
+        for run in runs {
+            var request: OpaquePointer?
+            try check(ov_compiled_model_create_infer_request(run.compiled, &request), "ov_compiled_model_create_infer_request")
+            requests.append(request!)
+            var tensor: OpaquePointer?
+            try check(ov_tensor_create(U8, shape, &tensor), "ov_tensor_create")
+            tensors.append(tensor!)
+            var data: UnsafeMutableRawPointer?
+            var size = 0
+            try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+            try check(ov_tensor_get_byte_size(tensor, &size), "ov_tensor_get_byte_size")
+            data!.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+            try check(ov_infer_request_set_input_tensor_by_index(request, imageInput, tensor), "ov_infer_request_set_input_tensor_by_index")
+            try check(ov_infer_request_infer(request), "ov_infer_request_infer") // warm-up
+        }
+        var times = [[Double]](repeating: [], count: runs.count)
+        for _ in 0..<rounds {
+            for (i, request) in requests.enumerated() {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try check(ov_infer_request_infer(request), "ov_infer_request_infer")
+                times[i].append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+        }
+        var result: [String: Double] = [:]
+        for (i, run) in runs.enumerated() { result[run.precision] = times[i].sorted()[rounds / 2] }
+        return result
     }
 
     private func portCount(_ model: OpaquePointer, inputs: Bool) throws -> Int {
@@ -385,12 +573,7 @@ public final class InferenceEngine: @unchecked Sendable {
     }
 
     /// Literal property names (Swift 6 rejects the C API's global key symbols).
-    private func withProperties(_ options: InferenceOptions, _ body: (Int, UnsafePointer<ov_property_t>?) throws -> Void) throws {
-        var pairs: [(String, String)] = []
-        if let p = options.precision { pairs.append(("INFERENCE_PRECISION_HINT", p)) }
-        if let t = options.threads, t > 0 { pairs.append(("INFERENCE_NUM_THREADS", String(t))) }
-        if let h = options.performanceHint { pairs.append(("PERFORMANCE_HINT", h)) }
-        if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c)) }
+    private func withProperties(_ pairs: [(String, String)], _ body: (Int, UnsafePointer<ov_property_t>?) throws -> Void) throws {
         let strings = pairs.flatMap { [strdup($0.0)!, strdup($0.1)!] }
         defer { strings.forEach { free($0) } }
         var properties = (0..<pairs.count).map { i in
@@ -398,6 +581,38 @@ public final class InferenceEngine: @unchecked Sendable {
         }
         try properties.withUnsafeMutableBufferPointer { try body($0.count, UnsafePointer($0.baseAddress)) }
     }
+}
+
+/// A model compiled with its pre-processing for one frame layout: what the engine caches and
+/// ImageModels share (each with its own infer requests).
+///
+/// @unchecked Sendable: immutable after init; OpenVINO's compiled model is thread-safe
+/// (requests are created from it on any thread).
+final class CompiledModel: @unchecked Sendable {
+    /// The core that compiled this model: held so it is freed after the model (a compiled model
+    /// freed after its core crashed in ov::Any's destructor under ThreadSanitizer).
+    let engine: InferenceEngine
+    let pointer: OpaquePointer
+    let frame: FrameLayout
+    let padding: (top: Int, left: Int, bottom: Int, right: Int)
+    let imageInput: Int
+    let otherInputs: [(name: String, shape: [Int])]
+    let outputs: [(name: String, shape: [Int])]
+    /// "precision auto → f32 (…), 1 thread (its share of the cores, not pinned)".
+    let settings: String
+
+    init(engine: InferenceEngine, pointer: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
+         imageInput: Int, otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])], settings: String) {
+        self.engine = engine; self.pointer = pointer; self.frame = frame; self.padding = padding; self.imageInput = imageInput
+        self.otherInputs = otherInputs; self.outputs = outputs; self.settings = settings
+    }
+
+    deinit { ov_compiled_model_free(pointer) }
+}
+
+final class WeakCompiledModel: @unchecked Sendable {
+    weak var model: CompiledModel?
+    init(_ model: CompiledModel) { self.model = model }
 }
 
 /// A compiled model with its pre-processing, fed frames synchronously (`infer`) or
@@ -408,11 +623,8 @@ public final class InferenceEngine: @unchecked Sendable {
 /// Not thread-safe: used by one worker. OpenVINO's threads only say a request is done
 /// (`ov_infer_request_set_callback`); outputs are read on the worker's thread.
 public final class ImageModel {
-    /// The core that compiled this model: held so it is freed after the model (a compiled model
-    /// freed after its core crashed in ov::Any's destructor under ThreadSanitizer, where
-    /// the stylizer's cache outlived the engine).
-    private let engine: InferenceEngine
-    private let compiled: OpaquePointer
+    /// Shared with every ImageModel of the same model and settings in the process.
+    private let compiled: CompiledModel
     /// The requests: the first also serves `infer`.
     private let slots: [RequestSlot]
     public let frame: FrameLayout
@@ -448,19 +660,27 @@ public final class ImageModel {
     }
 
     public var requestCount: Int { slots.count }
+    /// The precision and threads it runs with, for stage summaries.
+    public var settings: String { compiled.settings }
 
-    init(engine: InferenceEngine, compiled: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
-         imageInput: Int = 0, otherInputs: [(name: String, shape: [Int])] = [], outputs: [(name: String, shape: [Int])],
-         requests: Int = 1) throws {
-        self.engine = engine
+    /// A property as the compiled model reports it ("INFERENCE_NUM_THREADS", "NUM_STREAMS",
+    /// "ENABLE_CPU_PINNING", "INFERENCE_PRECISION_HINT"…): how OpenVINO will really run it.
+    public func compiledProperty(_ key: String) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard ov_compiled_model_get_property(compiled.pointer, key, &value) == OK, let value else { return nil }
+        defer { ov_free(value) }
+        return String(cString: value)
+    }
+
+    init(compiled: CompiledModel, requests: Int = 1) throws {
         self.compiled = compiled
-        self.imageInput = imageInput
-        self.otherInputs = otherInputs
+        self.imageInput = compiled.imageInput
+        self.otherInputs = compiled.otherInputs
         var slots: [RequestSlot] = []
         do {
             for _ in 0..<max(1, requests) {
                 var request: OpaquePointer?
-                try check(ov_compiled_model_create_infer_request(compiled, &request), "ov_compiled_model_create_infer_request")
+                try check(ov_compiled_model_create_infer_request(compiled.pointer, &request), "ov_compiled_model_create_infer_request")
                 let slot = RequestSlot(request: request!)
                 slots.append(slot)
                 slot.callback.initialize(to: ov_callback_t(callback_func: { args in
@@ -472,13 +692,12 @@ public final class ImageModel {
             }
         } catch {
             slots.forEach { ov_infer_request_free($0.request) }
-            ov_compiled_model_free(compiled)
             throw error
         }
         self.slots = slots
-        self.frame = frame
-        self.padding = padding
-        self.outputs = outputs
+        self.frame = compiled.frame
+        self.padding = compiled.padding
+        self.outputs = compiled.outputs
     }
 
     deinit {
@@ -491,7 +710,6 @@ public final class ImageModel {
             if let input = slot.input { ov_tensor_free(input) }
         }
         inputTensors.values.forEach { ov_tensor_free($0) }
-        ov_compiled_model_free(compiled)
     }
 
     /// Sets one of `otherInputs` (f32 values in the input's shape) for every following frame.

@@ -20,6 +20,9 @@ public protocol ImageInference: AnyObject {
     var remoteAddress: RemoteModelAddress? { get }
     /// Requests that may be in flight at once (OpenVINO infer requests; a server's in-flight).
     var requestCount: Int { get }
+    /// How it runs, for stage summaries ("precision auto → f32 (…), 2 threads…"; empty for a
+    /// server, whose summary says where it is).
+    var settings: String { get }
 }
 
 extension ImageModel: ImageInference {
@@ -75,6 +78,7 @@ public final class RemoteImageModel: ImageInference {
     }
 
     public var remoteAddress: RemoteModelAddress? { address }
+    public var settings: String { "" }
     public var requestCount: Int { max(1, address.inFlight) }
 
     /// Pre-processes the frame (here, now) and sends it; the answer comes later.

@@ -23,9 +23,9 @@ public final class DetectStage: Stage {
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
             PropertySpec("device", .string, default: .string("CPU"), live: true,
                          help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch; live: the model is recompiled between two frames), or remote (an inference server: see server=)"),
-            PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"),
-                         help: "inference precision hint"),
-            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"),
+                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
+            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
             PropertySpec("nireq", .int(1...16), default: .int(2),
                          help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is prepared and delivered while the next is inferred"),
             PropertySpec("cache-dir", .string, default: .string(""),
@@ -101,6 +101,8 @@ public final class DetectStage: Stage {
     /// `metadata=`: lensmetadata's writer.
     private var metadata: MetadataWriter?
     private var inferenceTimes: [Double] = []
+    /// Counts this stage in the process's thread budget (local models).
+    private var modelUse: ModelUse?
     private var frameRate = FrameRateMeter()
     private var found = 0
 
@@ -117,7 +119,7 @@ public final class DetectStage: Stage {
         decoder = try parameters.makeDecoder(labels: manifest.labels)
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
-        do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
+        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
         var options = InferenceOptions()
         options.device = settings.string("device")
         if settings.string("precision") != "default" { options.precision = settings.string("precision") }
@@ -129,7 +131,7 @@ public final class DetectStage: Stage {
         if options.device != RemoteSettings.device {
             do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
             // A catalogue model that is not installed fails the start, not the first frame.
-            _ = try manifest.resolve(manifest.model, relativeTo: manifestPath)
+            modelUse = engine.registerModel(try manifest.resolve(manifest.model, relativeTo: manifestPath))
         }
         let path = settings.string("metadata")
         if !path.isEmpty { metadata = try MetadataWriter(location: path) }
@@ -296,6 +298,7 @@ public final class DetectStage: Stage {
         let text = String(format: "inference %.1f ms median (%d runs), %d %@, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
                           inferenceTimes.count, found, what, stage.isEmpty ? 0 : stage[stage.count / 2],
                           stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
-        return queue.summary.map { text + ", " + $0 } ?? text
+        let settings = model?.settings ?? ""
+        return [text, settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: ", ")
     }
 }

@@ -37,9 +37,9 @@ public final class StylizeStage: Stage {
                          help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
             PropertySpec("device", .string, default: .string("CPU"), live: true,
                          help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch), or remote (an inference server: see server=)"),
-            PropertySpec("precision", .choice(["default", "f32", "bf16", "f16"]), default: .string("default"), live: true,
-                         help: "inference precision hint"),
-            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: OpenVINO decides)"),
+            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"), live: true,
+                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
+            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
             PropertySpec("nireq", .int(1...16), default: .int(2),
                          help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is shrunk and blended while the next is stylized"),
             PropertySpec("cache-dir", .string, default: .string(""),
@@ -100,7 +100,7 @@ public final class StylizeStage: Stage {
     public init(settings: StageSettings) throws {
         self.settings = settings
         live = LiveSettings(settings)
-        do { engine = try InferenceEngine() } catch { throw StageError("\(error)") }
+        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
         let configuration = try Self.configuration(from: settings)
         if configuration.remote == nil {
             do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
@@ -406,7 +406,7 @@ public final class StylizeStage: Stage {
         let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
                           median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
                           startupMilliseconds.style, startupMilliseconds.compile)
-        return queue.summary.map { text + "; " + $0 } ?? text
+        return [text, stylizer.settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: "; ")
     }
 }
 

@@ -37,6 +37,10 @@ final class Stylizer {
     private let engine: InferenceEngine
     private var models: [(width: Int, height: Int, model: any ImageInference, output: Int)] = []
     static let cachedSizes = 4
+    /// Counts this stylizer in the process's thread budget (local models).
+    private var modelUse: ModelUse?
+    /// How the newest compiled model runs (precision, threads), for the stage summary.
+    var settings: String { models.last?.model.settings ?? "" }
 
     init(_ configuration: StylizerConfiguration, engine: InferenceEngine) throws {
         self.configuration = configuration
@@ -59,7 +63,7 @@ final class Stylizer {
             throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")
         }
         // A catalogue model that is not installed fails here, not at the first frame.
-        if configuration.remote == nil { _ = try manifest.resolve(manifest.model, relativeTo: path) }
+        if configuration.remote == nil { modelUse = engine.registerModel(try manifest.resolve(manifest.model, relativeTo: path)) }
     }
 
     /// The style-prediction network run once on `image`: the vector the transfer network takes.

@@ -152,6 +152,8 @@ import Testing
         let run = try CLI.run(["run", spec])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.contains("(4 runs), 20 face boxes"), "\(run.stderr)")
+        // The default precision is measured (or the CPU's only one), and the summary says which.
+        #expect(run.stderr.range(of: #"precision auto → (f32|bf16|f16) \("#, options: .regularExpression) != nil, "\(run.stderr)")
         let lines = try Self.readMetadata(run.stdout)
         #expect(lines.count == 20)
         #expect(lines.allSatisfy { $0.faces.count == 1 })

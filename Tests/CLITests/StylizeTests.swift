@@ -116,6 +116,29 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
         #expect(worst <= 2, "strength 0.5 is halfway between input and full style (within rounding); worst 2x error \(worst)")
     }
 
+    /// Two stylizers on one model in one process compile it once (one stream each) and give
+    /// what one alone gives; each summary says the precision and threads it runs with.
+    @Test func twoStagesOnOneModelShareItInOneProcess() throws {
+        let (w, h) = (160, 96)
+        let src = Self.photo("chelsea.png", width: w, height: h, count: 3)
+        let (alone, r0) = try Self.frames(src, "lensstylize model=Models/mosaic.json inference-size=96 precision=f32", width: w, height: h)
+        #expect(r0.status == 0, "\(r0.stderr)")
+        #expect(r0.stderr.contains("precision f32, \(ProcessInfo.processInfo.activeProcessorCount) thread"), "\(r0.stderr)")
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let second = dir.appendingPathComponent("second.rgb").path
+        let (first, r) = try Self.frames(src + " ! tee name=t ! queue", "lensstylize model=Models/mosaic.json inference-size=96 precision=f32 "
+            + "! videoconvert ! video/x-raw,format=RGB ! queue ! tee name=done  t. ! queue ! lensstylize model=Models/mosaic.json inference-size=96 precision=f32 "
+            + "! videoconvert ! video/x-raw,format=RGB ! filesink location=\(second)  done.", width: w, height: h)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stderr.split(separator: "\n").filter { $0.hasPrefix("lensstylize") && $0.contains(" frames in, ") }
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("precision f32, ") && $0.contains(" in 2 streams (its share of the cores, not pinned)") }, "\(r.stderr)")
+        let data = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: second))) ?? Data())
+        #expect(first.count == 3 && data.count == 3 * w * h * 3)
+        #expect(first == alone, "the shared model gives what a model of its own gives")
+        #expect(Array(data.prefix(w * h * 3)) == alone.first ?? [])
+    }
+
     @Test(arguments: [(320, 240), (640, 360), (240, 400), (100, 60)])
     func anyFrameSizeAndAspectRatio(_ w: Int, _ h: Int) throws {
         let src = Self.photo(width: w, height: h, count: 3)
