@@ -124,8 +124,8 @@ public final class DetectStage: Stage {
         if let method = SuppressionOptions.Method(rawValue: settings.string("suppression")) { parameters.suppression.method = method }
         if let agnostic = Bool(settings.string("class-agnostic")) { parameters.suppression.classAgnostic = agnostic }
         let names = settings.string("classes").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        var classes = try manifest.classes(keeping: names.isEmpty ? nil : names)
-        if threshold > 0 { classes = try DetectionClasses(labels: classes.labels, keeping: names.isEmpty ? nil : names) }
+        let classes = try DetectionClasses(labels: manifest.labels, classThresholds: threshold > 0 ? [:] : manifest.classThresholds,
+                                           keeping: names.isEmpty ? nil : names)
         do {
             decoder = try parameters.makeDecoder(input: manifest.input, classes: classes)
         } catch let error as StageError {

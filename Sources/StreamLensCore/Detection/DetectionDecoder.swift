@@ -46,6 +46,36 @@ public protocol DetectionDecoderParameters: Codable, Sendable, Equatable {
 
 extension DetectionDecoderParameters {
     func isEqual(to other: any DetectionDecoderParameters) -> Bool { (other as? Self) == self }
+
+    /// What every family checks of its scoring: `min_score` in 0…1, the suppression's IoU.
+    public func validateScoring() throws {
+        guard minScore >= 0, minScore <= 1 else { throw StageError("decoder.parameters.min_score \(minScore) is outside 0…1") }
+        try suppression.validate()
+    }
+}
+
+/// The output named by `reference` (a tensor name, else a decimal index), which must fit; with
+/// no reference, the first that fits. A StageError listing the outputs says what `family`
+/// wanted otherwise.
+func bindOutput(_ outputs: [ModelOutput], reference: String?, family: String, wanted: String, fits: ([Int]) -> Bool) throws -> Int {
+    if let reference {
+        guard let i = outputs.firstIndex(where: { $0.name == reference }) ?? Int(reference).flatMap({ outputs.indices.contains($0) ? $0 : nil }) else {
+            throw StageError("\(family): the model has no output '\(reference)' (its outputs: \(describe(outputs)))")
+        }
+        guard fits(outputs[i].shape) else {
+            throw StageError("\(family): output '\(outputs[i].name)' has shape \(outputs[i].shape), not \(wanted)")
+        }
+        return i
+    }
+    guard let i = outputs.firstIndex(where: { fits($0.shape) }) else {
+        throw StageError("\(family): no output of the model (\(describe(outputs))) is \(wanted)")
+    }
+    return i
+}
+
+/// "'output0' [1, 84, 8400], …" for messages.
+func describe(_ outputs: [ModelOutput]) -> String {
+    outputs.map { "'\($0.name)' \($0.shape)" }.joined(separator: ", ")
 }
 
 /// The detector families this build knows, by the name a manifest's `decoder.name` gives.

@@ -75,7 +75,7 @@ public struct SSDDecoderOptions: DetectionDecoderParameters {
         guard detectionsOutput == nil || [boxesOutput, classesOutput, scoresOutput, countOutput].allSatisfy({ $0 == nil }) else {
             throw StageError("decoder.parameters: detections_output is the one-output form; boxes_output, classes_output, scores_output and count_output the four-output form: give one form's")
         }
-        try validateCommon(classes: nil, minScore: minScore, suppression: suppression)
+        try validateScoring()
     }
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
@@ -112,22 +112,22 @@ public struct SSDDecoder: DetectionDecoder {
         let named = [options.boxesOutput, options.classesOutput, options.scoresOutput, options.countOutput].contains { $0 != nil }
         if options.detectionsOutput != nil || (!named && outputs.contains { rows7($0.shape) }) {
             form = .detectionOutput
-            return [try bindOne(outputs, reference: options.detectionsOutput, family: "ssd", wanted: "[1, 1, N, 7] (DetectionOutput)", fits: rows7)]
+            return [try bindOutput(outputs, reference: options.detectionsOutput, family: "ssd", wanted: "[1, 1, N, 7] (DetectionOutput)", fits: rows7)]
         }
         form = .fourOutputs
         func elements(_ shape: [Int]) -> Int { shape.allSatisfy { $0 >= 0 } ? shape.reduce(1, *) : 0 }
         func isBoxes(_ shape: [Int]) -> Bool { shape.count >= 2 && shape.last == 4 && elements(shape) > 0 }
-        let boxes = try bindOne(outputs, reference: options.boxesOutput, family: "ssd",
+        let boxes = try bindOutput(outputs, reference: options.boxesOutput, family: "ssd",
                                 wanted: "[1, N, 4] boxes or [1, 1, N, 7] detections", fits: isBoxes)
         let n = elements(outputs[boxes].shape) / 4
-        let count = try bindOne(outputs, reference: options.countOutput, family: "ssd", wanted: "a count [1]") { elements($0) == 1 }
+        let count = try bindOutput(outputs, reference: options.countOutput, family: "ssd", wanted: "a count [1]") { elements($0) == 1 }
         // Classes and scores have the same shape: names tell them apart, else the model's order.
         let perBox = outputs.indices.filter { $0 != boxes && $0 != count && elements(outputs[$0].shape) == n }
         func namedLike(_ word: String) -> Int? { perBox.first { outputs[$0].name.lowercased().contains(word) } }
         let classesIndex = options.classesOutput == nil ? namedLike("class") ?? perBox.first : nil
-        let classes = try classesIndex ?? bindOne(outputs, reference: options.classesOutput, family: "ssd", wanted: "[1, \(n)] classes") { elements($0) == n }
+        let classes = try classesIndex ?? bindOutput(outputs, reference: options.classesOutput, family: "ssd", wanted: "[1, \(n)] classes") { elements($0) == n }
         let scoresIndex = options.scoresOutput == nil ? namedLike("score") ?? perBox.first { $0 != classes } : nil
-        let scores = try scoresIndex ?? bindOne(outputs, reference: options.scoresOutput, family: "ssd", wanted: "[1, \(n)] scores") { elements($0) == n }
+        let scores = try scoresIndex ?? bindOutput(outputs, reference: options.scoresOutput, family: "ssd", wanted: "[1, \(n)] scores") { elements($0) == n }
         guard classes != scores else {
             throw StageError("ssd: the model's outputs (\(describe(outputs))) need boxes [1, N, 4], classes [1, N], scores [1, N] and a count [1], or one [1, 1, N, 7]")
         }

@@ -44,7 +44,8 @@ public struct YOLOv5DecoderOptions: DetectionDecoderParameters {
     }
 
     public func validate(input: ModelManifest.Input) throws {
-        try validateCommon(classes: classes, minScore: minScore, suppression: suppression)
+        if let classes, classes <= 0 { throw StageError("decoder.parameters.classes is \(classes); a detector has at least one class") }
+        try validateScoring()
     }
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
@@ -80,7 +81,7 @@ public struct YOLOv5Decoder: DetectionDecoder {
 
     public func bind(_ outputs: [ModelOutput]) throws -> [Int] {
         let wanted = "[1, N, \(valuesPerBox)] (4 box values, objectness and \(valuesPerBox - 5) class scores per box)"
-        return [try bindOne(outputs, reference: options.output, family: "yolov5", wanted: wanted, fits: fits)]
+        return [try bindOutput(outputs, reference: options.output, family: "yolov5", wanted: wanted, fits: fits)]
     }
 
     public func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> [Detection] {
@@ -104,7 +105,8 @@ public struct YOLOv5Decoder: DetectionDecoder {
             }
             let score = objectness * Double(bestScore)
             guard thresholds.admits(best, score) else { continue }
-            guard let box = centreBox(values[base], values[base + 1], values[base + 2], values[base + 3], xScale: xScale, yScale: yScale) else { continue }
+            guard let box = Box(centreX: Double(values[base]) * xScale, centreY: Double(values[base + 1]) * yScale,
+                                width: Double(values[base + 2]) * xScale, height: Double(values[base + 3]) * yScale) else { continue }
             found.append(Detection(box: box, score: score, label: classes.label(best), labelId: best))
         }
         return found

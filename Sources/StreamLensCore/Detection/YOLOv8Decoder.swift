@@ -45,7 +45,8 @@ public struct YOLOv8DecoderOptions: DetectionDecoderParameters {
     }
 
     public func validate(input: ModelManifest.Input) throws {
-        try validateCommon(classes: classes, minScore: minScore, suppression: suppression)
+        if let classes, classes <= 0 { throw StageError("decoder.parameters.classes is \(classes); a detector has at least one class") }
+        try validateScoring()
     }
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
@@ -53,44 +54,12 @@ public struct YOLOv8DecoderOptions: DetectionDecoderParameters {
     }
 }
 
-/// What a YOLO-family box's four values are measured in.
+/// What a YOLO-family box's four values are measured in (yolov8's and yolov5's `coordinates`).
 public enum BoxCoordinates: String, Sendable, Codable, CaseIterable {
     /// Pixels of the model's input (Ultralytics' ONNX and OpenVINO exports).
     case pixels
     /// 0…1 of the input.
     case normalized
-}
-
-/// The checks the YOLO families share: a positive class count, a score threshold and an IoU in
-/// 0…1 (each error names its key).
-func validateCommon(classes: Int?, minScore: Double, suppression: SuppressionOptions) throws {
-    if let classes, classes <= 0 {
-        throw StageError("decoder.parameters.classes is \(classes); a detector has at least one class")
-    }
-    guard minScore >= 0, minScore <= 1 else { throw StageError("decoder.parameters.min_score \(minScore) is outside 0…1") }
-    try suppression.validate()
-}
-
-/// The output named by `reference` (a tensor name, else a decimal index) when it fits, else
-/// the first that does; a StageError listing the outputs and saying what was wanted otherwise.
-func bindOne(_ outputs: [ModelOutput], reference: String?, family: String, wanted: String, fits: ([Int]) -> Bool) throws -> Int {
-    if let reference {
-        guard let i = outputs.firstIndex(where: { $0.name == reference }) ?? Int(reference).flatMap({ outputs.indices.contains($0) ? $0 : nil }) else {
-            throw StageError("\(family): the model has no output '\(reference)' (its outputs: \(describe(outputs)))")
-        }
-        guard fits(outputs[i].shape) else {
-            throw StageError("\(family): output '\(outputs[i].name)' has shape \(outputs[i].shape), not \(wanted)")
-        }
-        return i
-    }
-    guard let i = outputs.firstIndex(where: { fits($0.shape) }) else {
-        throw StageError("\(family): no output of the model (\(describe(outputs))) is \(wanted)")
-    }
-    return i
-}
-
-func describe(_ outputs: [ModelOutput]) -> String {
-    outputs.map { "'\($0.name)' \($0.shape)" }.joined(separator: ", ")
 }
 
 /// Decodes a YOLOv8/YOLO11 output: per box the best class (argmax of the class scores), kept
@@ -132,7 +101,7 @@ public struct YOLOv8Decoder: DetectionDecoder {
     /// The output by `output`, else the first shaped for the class count; its layout is kept.
     public mutating func bind(_ outputs: [ModelOutput]) throws -> [Int] {
         let wanted = "[1, \(valuesPerBox), N] or [1, N, \(valuesPerBox)] (4 box values and \(valuesPerBox - 4) class scores per box)"
-        let i = try bindOne(outputs, reference: options.output, family: "yolov8", wanted: wanted) { layout($0) != nil }
+        let i = try bindOutput(outputs, reference: options.output, family: "yolov8", wanted: wanted) { layout($0) != nil }
         if let (first, n) = layout(outputs[i].shape) { (channelsFirst, boxCount) = (first, n) }
         return [i]
     }
@@ -145,30 +114,31 @@ public struct YOLOv8Decoder: DetectionDecoder {
     /// Every box whose best class reaches its threshold, before suppression (in box order).
     /// The layout is the one `bind` saw (channels first, N from the buffer, before a bind).
     public func candidates(_ values: UnsafeBufferPointer<Float>) -> [Detection] {
-        let v = valuesPerBox
+        let v = valuesPerBox, nc = valuesPerBox - 4
         let n = boxCount > 0 ? min(boxCount, values.count / v) : values.count / v
-        // Value k of box i.
-        let at: (Int, Int) -> Float = channelsFirst ? { i, k in values[k * n + i] } : { i, k in values[i * v + k] }
+        // Each box's best class, read in memory order: in Ultralytics' layout a class's scores
+        // for all boxes are one row (8400 × 80 values a frame, better not read strided).
+        var bestClass = [Int](repeating: 0, count: n), bestScore = [Float](repeating: -.infinity, count: n)
+        if channelsFirst {
+            for c in 0..<nc {
+                let row = (4 + c) * n
+                for i in 0..<n where values[row + i] > bestScore[i] { (bestClass[i], bestScore[i]) = (c, values[row + i]) }
+            }
+        } else {
+            for i in 0..<n {
+                let base = i * v + 4
+                for c in 0..<nc where values[base + c] > bestScore[i] { (bestClass[i], bestScore[i]) = (c, values[base + c]) }
+            }
+        }
         var found: [Detection] = []
         for i in 0..<n {
-            var best = 0, bestScore = -Float.infinity
-            for c in 0..<(v - 4) {
-                let s = at(i, 4 + c)
-                if s > bestScore { (best, bestScore) = (c, s) }
-            }
-            let score = Double(bestScore)
+            let (best, score) = (bestClass[i], Double(bestScore[i]))
             guard score >= thresholds.lowest, thresholds.admits(best, score) else { continue }
-            guard let box = centreBox(at(i, 0), at(i, 1), at(i, 2), at(i, 3), xScale: xScale, yScale: yScale) else { continue }
+            // Value k of box i.
+            func at(_ k: Int) -> Double { Double(channelsFirst ? values[k * n + i] : values[i * v + k]) }
+            guard let box = Box(centreX: at(0) * xScale, centreY: at(1) * yScale, width: at(2) * xScale, height: at(3) * yScale) else { continue }
             found.append(Detection(box: box, score: score, label: classes.label(best), labelId: best))
         }
         return found
     }
-}
-
-/// A box from its centre and size, scaled to normalised input coordinates; nil when a value is
-/// not finite or the size is negative.
-func centreBox(_ cx: Float, _ cy: Float, _ w: Float, _ h: Float, xScale: Double, yScale: Double) -> Box? {
-    let (x, y, bw, bh) = (Double(cx) * xScale, Double(cy) * yScale, Double(w) * xScale, Double(h) * yScale)
-    guard x.isFinite, y.isFinite, bw.isFinite, bh.isFinite, bw >= 0, bh >= 0 else { return nil }
-    return Box(xMin: x - bw / 2, yMin: y - bh / 2, xMax: x + bw / 2, yMax: y + bh / 2)
 }
