@@ -208,7 +208,7 @@ private func yolov8Tensor(_ planted: [Planted], nc: Int, n: Int, channelsFirst: 
         #expect(!t.admits(1, 0.8) && t.admits(1, 0.9))
         #expect(t.admits(2, 0.2) && t.lowest == 0.2)
         #expect(t.admits(7, 0.5))   // beyond the labels: min_score
-        #expect(!t.admits(0, .nan))
+        #expect(!t.admits(0, .nan) && !t.admits(0, .infinity))
         #expect(throws: StageError("class_thresholds: 'd' is not a label of this model; its labels: a, b, c")) {
             try DetectionClasses(labels: ["a", "b", "c"], classThresholds: ["d": 0.3])
         }
@@ -257,5 +257,33 @@ private func yolov8Tensor(_ planted: [Planted], nc: Int, n: Int, channelsFirst: 
             try ModelManifest.load(path: gap)
         }
         #expect(coco.count == 80 && coco.first == "person" && coco[2] == "car" && coco.last == "toothbrush")
+    }
+}
+
+/// A model's outputs may hold anything: NaN, infinities, values too large for an Int, negative
+/// sizes. Every family decodes them without trapping, and what comes out is finite.
+@Suite struct GarbageOutputTests {
+    static let pattern: [Float] = [0, 1, -1, 0.5, 64, -64, 1e30, -1e30, .infinity, -.infinity, .nan, 3, 0.99, -0.25, 128, 7]
+
+    static func garbage(_ count: Int, offset: Int = 0) -> [Float] { (0..<count).map { pattern[($0 + offset) % pattern.count] } }
+
+    static func finite(_ found: [Detection]) -> Bool {
+        found.allSatisfy { [$0.box.xMin, $0.box.yMin, $0.box.xMax, $0.box.yMax, $0.score].allSatisfy(\.isFinite) }
+    }
+
+    @Test func everyFamilySurvivesGarbage() throws {
+        let classes = try DetectionClasses(labels: ["a", "b", "c"])
+        for (options, shapes) in [(YOLOv8DecoderOptions(minScore: 0) as any DetectionDecoderParameters, [[1, 7, 40]]), (YOLOv8DecoderOptions(minScore: 0), [[1, 40, 7]]),
+                                  (YOLOv5DecoderOptions(minScore: 0), [[1, 40, 8]]), (SSDDecoderOptions(minScore: 0), [[1, 1, 40, 7]]),
+                                  (SSDDecoderOptions(minScore: 0), [[1, 40, 4], [1, 40], [1, 40], [1]])] {
+            var d = try options.makeDecoder(input: input(320, 320), classes: classes)
+            _ = try d.bind(shapes.enumerated().map { ModelOutput(name: "o\($0.offset)", shape: $0.element) })
+            for offset in 0..<Self.pattern.count {
+                let tensors = shapes.map { Self.garbage($0.reduce(1, *), offset: offset) }
+                #expect(Self.finite(decode(d, tensors)), "\(type(of: options)) \(shapes)")
+            }
+            // Buffers shorter than the shapes said decode what they hold, no more.
+            #expect(Self.finite(decode(d, shapes.map { _ in Self.garbage(3) })))
+        }
     }
 }

@@ -73,8 +73,9 @@ public struct ScoreThresholds: Sendable, Equatable {
         lowest = byId.reduce(others, Swift.min)
     }
 
-    /// Whether a box of class `id` scoring `score` is kept (never for NaN).
+    /// Whether a box of class `id` scoring `score` is kept (never for NaN or an infinite score:
+    /// a model's garbage, not a confidence).
     @inline(__always) public func admits(_ id: Int, _ score: Double) -> Bool {
-        score >= (id >= 0 && id < byId.count ? byId[id] : others)
+        score.isFinite && score >= (id >= 0 && id < byId.count ? byId[id] : others)
     }
 }

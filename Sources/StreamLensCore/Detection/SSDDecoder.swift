@@ -162,7 +162,8 @@ public struct SSDDecoder: DetectionDecoder {
             guard outputs.count == 4, let rawCount = outputs[3].first else { return [] }
             let (boxes, labels, scores) = (outputs[0], outputs[1], outputs[2])
             let n = min(boxes.count / 4, labels.count, scores.count)
-            let count = rawCount.isFinite ? min(n, max(0, Int(min(rawCount, Float(n))))) : 0
+            // Clamped as a float first: Int(_:) traps on -1e30 (found by GarbageOutputTests).
+            let count = rawCount.isFinite ? Int(min(max(rawCount, 0), Float(n))) : 0
             for i in 0..<count {
                 let b = i * 4
                 add(labels[i], scores[i], Box(xMin: Double(boxes[b + 1]), yMin: Double(boxes[b]), xMax: Double(boxes[b + 3]), yMax: Double(boxes[b + 2])))
