@@ -11,6 +11,9 @@ import Foundation
 ///   "decoder": { "name": "blazeface", "parameters": { … BlazeFaceDecoderOptions … } },
 ///   "labels": ["face"], "licence": "Apache-2.0 …" }
 /// ```
+///
+/// A multi-class detector may name its labels in a file beside it and give some classes their
+/// own threshold: `"labels_file": "coco.txt", "class_thresholds": {"person": 0.4}`.
 public struct ModelManifest: Sendable, Codable, Equatable {
     /// The only `schema_version` this code reads.
     public static let schemaVersion = 1
