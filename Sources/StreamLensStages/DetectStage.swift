@@ -31,11 +31,15 @@ public final class DetectStage: Stage {
             PropertySpec("cache-dir", .string, default: .string(""),
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("threshold", .double(0...1), default: .double(0),
-                         help: "minimum score (0: the manifest's min_score)"),
+                         help: "minimum score for every class (0: the manifest's min_score and class_thresholds)"),
+            PropertySpec("classes", .string, default: .string(""),
+                         help: "keep only these classes: label names, comma-separated (empty: all)"),
             PropertySpec("crop", .choice(["manifest", "letterbox", "center-crop", "stretch"]), default: .string("manifest"),
                          help: "how the frame becomes the model's input: letterbox sees the whole frame; center-crop loses objects outside the centre"),
             PropertySpec("suppression", .choice(["manifest", "weighted", "nms", "none"]), default: .string("manifest"),
                          help: "overlap suppression: weighted averages overlapping boxes by score (the iOS app's), nms keeps the best"),
+            PropertySpec("class-agnostic", .choice(["manifest", "true", "false"]), default: .string("manifest"),
+                         help: "whether overlapping boxes of different classes suppress each other (default per class: the manifest's, usually false)"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
                          help: "run the model every N-th frame; frames in between keep the last boxes"),
             PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
@@ -75,7 +79,7 @@ public final class DetectStage: Stage {
     private let manifest: ModelManifest
     private let manifestPath: String
     /// The manifest's detector family (DecoderRegistry), with the stage's overrides.
-    private let decoder: any DetectionDecoder
+    private var decoder: any DetectionDecoder
     private let engine: InferenceEngine
     private var options: InferenceOptions
     private let crop: CropMode
@@ -114,9 +118,19 @@ public final class DetectStage: Stage {
         guard var parameters = manifest.decoder.detector else {
             throw StageError("\(manifestPath) describes an image-to-image model (decoder '\(manifest.decoder.name)'), not a detector; use it with lensstylize")
         }
-        parameters.override(minScore: settings.double("threshold") > 0 ? settings.double("threshold") : nil,
-                            suppression: SuppressionOptions.Method(rawValue: settings.string("suppression")))
-        decoder = try parameters.makeDecoder(labels: manifest.labels)
+        // The stage's properties win over the manifest; threshold= is every class's.
+        let threshold = settings.double("threshold")
+        if threshold > 0 { parameters.minScore = threshold }
+        if let method = SuppressionOptions.Method(rawValue: settings.string("suppression")) { parameters.suppression.method = method }
+        if let agnostic = Bool(settings.string("class-agnostic")) { parameters.suppression.classAgnostic = agnostic }
+        let names = settings.string("classes").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let classes = try DetectionClasses(labels: manifest.labels, classThresholds: threshold > 0 ? [:] : manifest.classThresholds,
+                                           keeping: names.isEmpty ? nil : names)
+        do {
+            decoder = try parameters.makeDecoder(input: manifest.input, classes: classes)
+        } catch let error as StageError {
+            throw StageError("\(manifestPath): \(error.message)")
+        }
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }

@@ -138,14 +138,9 @@ public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
         try validate()
     }
 
-    public mutating func override(minScore: Double?, suppression: SuppressionOptions.Method?) {
-        if let minScore { self.minScore = minScore }
-        if let suppression { self.suppression.method = suppression }
-    }
-
     /// One class: every detection gets the first label (id 0).
-    public func makeDecoder(labels: [String]) throws -> any DetectionDecoder {
-        try BlazeFaceDecoder(options: self, label: labels.first)
+    public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
+        try BlazeFaceDecoder(options: self, classes: classes)
     }
 
     /// Everything that would make decoding read past an anchor's values or divide by zero. The
@@ -171,9 +166,7 @@ public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
         guard [xScale, yScale, wScale, hScale].allSatisfy({ $0.isFinite && $0 != 0 }) else {
             throw StageError("decoder: x_scale, y_scale, w_scale and h_scale must be non-zero (got \(xScale), \(yScale), \(wScale), \(hScale))")
         }
-        guard suppression.iouThreshold >= 0, suppression.iouThreshold <= 1 else {
-            throw StageError("decoder: suppression iou_threshold \(suppression.iouThreshold) is outside 0…1")
-        }
+        try suppression.validate()
     }
 }
 
@@ -186,13 +179,22 @@ public struct BlazeFaceDecoder: DetectionDecoder {
     public let anchors: [Anchor]
     /// Given to every detection (the manifest's first label, e.g. "face").
     public let label: String?
+    /// The one class's threshold (min_score, or its class threshold; infinite when the stage's
+    /// classes filter leaves it out).
+    let thresholds: ScoreThresholds
 
     /// Checks the options (a `StageError` names the offending key) and generates the anchors.
-    public init(options: BlazeFaceDecoderOptions, label: String? = nil) throws {
+    public init(options: BlazeFaceDecoderOptions, classes: DetectionClasses) throws {
         try options.validate()
         self.options = options
         self.anchors = generateAnchors(options.anchors)
-        self.label = label
+        self.label = classes.label(0)
+        self.thresholds = classes.scoreThresholds(minScore: options.minScore)
+    }
+
+    /// A decoder labelling every detection `label` (nil: unlabelled, id -1).
+    public init(options: BlazeFaceDecoderOptions, label: String? = nil) throws {
+        try self.init(options: options, classes: try DetectionClasses(labels: label.map { [$0] } ?? []))
     }
 
     /// Throws unless the output shapes hold exactly one box (`num_coords` values) and one score
@@ -269,13 +271,13 @@ public struct BlazeFaceDecoder: DetectionDecoder {
         suppress(candidates(boxes: boxes, scores: scores), options.suppression)
     }
 
-    /// Every anchor above `min_score`, decoded, before suppression (in anchor order).
+    /// Every anchor above its threshold (`min_score`), decoded, before suppression (in anchor order).
     public func candidates(boxes: UnsafeBufferPointer<Float>, scores: UnsafeBufferPointer<Float>) -> [Detection] {
         let o = options
         let count = min(anchors.count, scores.count, boxes.count / o.numCoords)
         var found: [Detection] = []
         for i in 0..<count {
-            guard let score = score(scores[i]), score >= o.minScore else { continue }
+            guard let score = score(scores[i]), thresholds.admits(0, score) else { continue }
             let anchor = anchors[i]
             let base = i * o.numCoords + o.boxCoordOffset
             let r = (Double(boxes[base]), Double(boxes[base + 1]), Double(boxes[base + 2]), Double(boxes[base + 3]))

@@ -24,6 +24,13 @@ public struct Box: Sendable, Equatable, Codable {
         self.yMax = yMax
     }
 
+    /// A box from its centre and size (YOLO's cx, cy, w, h); nil when a value is not finite or
+    /// the size is negative (a model's garbage must not become a box).
+    public init?(centreX: Double, centreY: Double, width: Double, height: Double) {
+        guard centreX.isFinite, centreY.isFinite, width.isFinite, height.isFinite, width >= 0, height >= 0 else { return nil }
+        self.init(xMin: centreX - width / 2, yMin: centreY - height / 2, xMax: centreX + width / 2, yMax: centreY + height / 2)
+    }
+
     public var width: Double { xMax - xMin }
     public var height: Double { yMax - yMin }
     /// Zero for an inverted box (never negative).

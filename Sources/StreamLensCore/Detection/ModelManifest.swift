@@ -11,6 +11,9 @@ import Foundation
 ///   "decoder": { "name": "blazeface", "parameters": { … BlazeFaceDecoderOptions … } },
 ///   "labels": ["face"], "licence": "Apache-2.0 …" }
 /// ```
+///
+/// A multi-class detector may name its labels in a file beside it and give some classes their
+/// own threshold: `"labels_file": "coco.txt", "class_thresholds": {"person": 0.4}`.
 public struct ModelManifest: Sendable, Codable, Equatable {
     /// The only `schema_version` this code reads.
     public static let schemaVersion = 1
@@ -27,8 +30,14 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// Arbitrary-style models only: the network that turns a style image into the vector the
     /// main model takes as its second input.
     public var style: StyleSpec?
-    /// Detection labels (absent for image-to-image models).
+    /// Detection labels, index = label id (absent for image-to-image models). With
+    /// `labels_file`, read from that file by `load`.
     public var labels: [String]
+    /// A file of labels, one a line (Models/labels/coco.txt), relative to the manifest's
+    /// folder (or absolute): for long lists, instead of `labels`.
+    public var labelsFile: String?
+    /// Minimum scores by label, replacing the decoder's `min_score` for those classes.
+    public var classThresholds: [String: Double]
     public var licence: String
     /// Where the model came from: the command that trained or converted it, with its seed.
     public var provenance: String?
@@ -186,7 +195,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     }
 
     public init(name: String, model: String, input: Input, crop: CropMode = .letterbox, decoder: DecoderSpec,
-                style: StyleSpec? = nil, labels: [String], licence: String, provenance: String? = nil) {
+                style: StyleSpec? = nil, labels: [String], labelsFile: String? = nil, classThresholds: [String: Double] = [:],
+                licence: String, provenance: String? = nil) {
         self.schemaVersion = Self.schemaVersion
         self.name = name
         self.model = model
@@ -195,6 +205,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         self.decoder = decoder
         self.style = style
         self.labels = labels
+        self.labelsFile = labelsFile
+        self.classThresholds = classThresholds
         self.licence = licence
         self.provenance = provenance
     }
@@ -202,6 +214,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
         case name, model, input, crop, decoder, style, labels, licence, provenance
+        case labelsFile = "labels_file"
+        case classThresholds = "class_thresholds"
     }
 
     public init(from decoder: any Swift.Decoder) throws {
@@ -216,19 +230,52 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         self.decoder = try c.decode(DecoderSpec.self, forKey: .decoder)
         style = try c.decodeIfPresent(StyleSpec.self, forKey: .style)
         labels = try c.decodeIfPresent([String].self, forKey: .labels) ?? []
+        labelsFile = try c.decodeIfPresent(String.self, forKey: .labelsFile)
+        classThresholds = try c.decodeIfPresent([String: Double].self, forKey: .classThresholds) ?? [:]
         licence = try c.decode(String.self, forKey: .licence)
         provenance = try c.decodeIfPresent(String.self, forKey: .provenance)
     }
 
     /// Reads and checks a manifest file. Every failure is a `StageError` naming the file:
     /// not found, not valid JSON or a missing/mistyped key (with the key's path), a
-    /// `schema_version` other than 1, an unknown decoder, inconsistent values.
+    /// `schema_version` other than 1, an unknown decoder, inconsistent values, a labels file
+    /// that cannot be read, class thresholds for classes the labels do not have.
     public static func load(path: String) throws -> ModelManifest {
         try InputFile.check(path, what: "model manifest")
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StageError("model manifest \(path) not found")
         }
-        return try decode(data, origin: path)
+        var manifest = try decode(data, origin: path)
+        do {
+            if let file = manifest.labelsFile {
+                manifest.labels = try readLabels(try manifest.resolve(file, relativeTo: path))
+            }
+            _ = try manifest.classes()
+        } catch let e as StageError {
+            throw StageError("model manifest \(path): \(e.message)")
+        }
+        return manifest
+    }
+
+    /// A labels file's names, one a line (surrounding spaces and final newlines ignored; "\r\n"
+    /// is one Character in Swift, so lines split on any newline Character). An
+    /// empty line inside would shift every id after it, so it is an error.
+    static func readLabels(_ path: String) throws -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StageError("labels_file \(path) cannot be read")
+        }
+        var lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        while lines.last == "" { lines.removeLast() }
+        if let empty = lines.firstIndex(of: "") { throw StageError("labels_file \(path): line \(empty + 1) is empty") }
+        guard !lines.isEmpty else { throw StageError("labels_file \(path) has no labels") }
+        return lines
+    }
+
+    /// The manifest's classes: its labels and class thresholds, keeping `only` these labels
+    /// (nil: all). A StageError names a label that is not one.
+    public func classes(keeping only: [String]? = nil) throws -> DetectionClasses {
+        try DetectionClasses(labels: labels, classThresholds: classThresholds, keeping: only)
     }
 
     /// `load` without the file: `origin` names the source in messages.
@@ -267,6 +314,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             try Self.validate(range: output.valueRange, what: "decoder.parameters.value_range")
         }
         if let style { try Self.validate(style.input, what: "style.input") }
+        if labelsFile != nil, !labels.isEmpty { throw StageError("give labels or labels_file, not both") }
     }
 
     private static func validate(_ input: Input, what: String) throws {
@@ -308,7 +356,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         guard let parameters = decoder.detector else {
             throw StageError("model \(name) is not a detector (its decoder is '\(decoder.name)')")
         }
-        return try parameters.makeDecoder(labels: labels)
+        return try parameters.makeDecoder(input: input, classes: try classes())
     }
 
     /// "input.width: expected Int …" style text: the key's path, then what was wrong.

@@ -1,4 +1,5 @@
-/// How overlapping detections of the same object become one.
+/// How overlapping detections of the same object become one. Boxes of different classes never
+/// suppress each other (a person on a bicycle is two objects) unless `classAgnostic` says so.
 public struct SuppressionOptions: Sendable, Codable, Equatable {
     public enum Method: String, Sendable, Codable, CaseIterable {
         /// Average the overlapping group, weighted by score (steadier boxes from frame to frame).
@@ -14,25 +15,52 @@ public struct SuppressionOptions: Sendable, Codable, Equatable {
     public var iouThreshold: Double
     /// At most this many results, best first; nil for no limit.
     public var maxDetections: Int?
+    /// Whether boxes of different classes suppress each other too (one box per object whatever
+    /// its class; default false: per class).
+    public var classAgnostic: Bool
 
-    public init(method: Method = .weighted, iouThreshold: Double = 0.3, maxDetections: Int? = nil) {
+    public init(method: Method = .weighted, iouThreshold: Double = 0.3, maxDetections: Int? = nil, classAgnostic: Bool = false) {
         self.method = method
         self.iouThreshold = iouThreshold
         self.maxDetections = maxDetections
+        self.classAgnostic = classAgnostic
     }
 
     enum CodingKeys: String, CodingKey {
         case method
         case iouThreshold = "iou_threshold"
         case maxDetections = "max_detections"
+        case classAgnostic = "class_agnostic"
     }
 
-    /// Every key may be left out: weighted, 0.3, no limit.
+    /// Every key may be left out: weighted, 0.3, no limit, per class.
     public init(from decoder: any Decoder) throws {
+        self = try Self(from: decoder, defaults: SuppressionOptions())
+    }
+
+    /// The keys given, the family's `defaults` for the others (a YOLO manifest that only sets
+    /// `iou_threshold` keeps YOLO's nms, not the BlazeFace-era weighted default).
+    public init(from decoder: any Decoder, defaults: SuppressionOptions) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        method = try c.decodeIfPresent(Method.self, forKey: .method) ?? .weighted
-        iouThreshold = try c.decodeIfPresent(Double.self, forKey: .iouThreshold) ?? 0.3
-        maxDetections = try c.decodeIfPresent(Int.self, forKey: .maxDetections)
+        method = try c.decodeIfPresent(Method.self, forKey: .method) ?? defaults.method
+        iouThreshold = try c.decodeIfPresent(Double.self, forKey: .iouThreshold) ?? defaults.iouThreshold
+        maxDetections = try c.decodeIfPresent(Int.self, forKey: .maxDetections) ?? defaults.maxDetections
+        classAgnostic = try c.decodeIfPresent(Bool.self, forKey: .classAgnostic) ?? defaults.classAgnostic
+    }
+
+    /// What JSON types cannot rule out.
+    public func validate() throws {
+        guard iouThreshold >= 0, iouThreshold <= 1 else {
+            throw StageError("decoder: suppression iou_threshold \(iouThreshold) is outside 0…1")
+        }
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A family's `suppression` block: absent, the family's `defaults`; keys left out, theirs.
+    func decodeSuppression(forKey key: Key, defaults: SuppressionOptions) throws -> SuppressionOptions {
+        guard contains(key) else { return defaults }
+        return try SuppressionOptions(from: try superDecoder(forKey: key), defaults: defaults)
     }
 }
 
@@ -48,6 +76,9 @@ public struct SuppressionOptions: Sendable, Codable, Equatable {
 /// decoder's `min_score`, since every member passed it.)
 ///
 /// `nms` is plain greedy non-maximum suppression.
+///
+/// Groups form within a class (same `labelId`) unless `classAgnostic`: one mechanism for every
+/// family, so a multi-class detector's overlapping car and person both survive.
 public func suppress(_ detections: [Detection], _ options: SuppressionOptions) -> [Detection] {
     let limit = max(0, options.maxDetections ?? Int.max)
     // Stable sort, so equal scores keep the decoder's (anchor) order.
@@ -55,6 +86,9 @@ public func suppress(_ detections: [Detection], _ options: SuppressionOptions) -
         .sorted { $0.element.score > $1.element.score || ($0.element.score == $1.element.score && $0.offset < $1.offset) }
         .map(\.element)
     var kept: [Detection] = []
+    func overlaps(_ candidate: Detection, _ best: Detection) -> Bool {
+        (options.classAgnostic || candidate.labelId == best.labelId) && candidate.box.iou(best.box) > options.iouThreshold
+    }
 
     switch options.method {
     case .none:
@@ -62,14 +96,14 @@ public func suppress(_ detections: [Detection], _ options: SuppressionOptions) -
     case .nms:
         while let best = remaining.first, kept.count < limit {
             kept.append(best)
-            remaining = remaining.dropFirst().filter { $0.box.iou(best.box) <= options.iouThreshold }
+            remaining = remaining.dropFirst().filter { !overlaps($0, best) }
         }
     case .weighted:
         while let best = remaining.first, kept.count < limit {
             var group = [best]
             var rest: [Detection] = []
             for candidate in remaining.dropFirst() {
-                if candidate.box.iou(best.box) > options.iouThreshold { group.append(candidate) } else { rest.append(candidate) }
+                if overlaps(candidate, best) { group.append(candidate) } else { rest.append(candidate) }
             }
             remaining = rest
             kept.append(group.count == 1 ? best : weightedMean(group))
