@@ -116,7 +116,7 @@ public final class DetectStage: Stage {
         }
         parameters.override(minScore: settings.double("threshold") > 0 ? settings.double("threshold") : nil,
                             suppression: SuppressionOptions.Method(rawValue: settings.string("suppression")))
-        decoder = try parameters.makeDecoder(labels: manifest.labels)
+        decoder = try parameters.makeDecoder(labels: manifest.labels, input: manifest.input)
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
@@ -166,7 +166,7 @@ public final class DetectStage: Stage {
                 model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
             } else {
                 model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
-                                                  frame: frame, region: region, options: options)
+                                                  frame: frame, region: region, options: options, resizable: manifest.input.resizable)
             }
             outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
             self.model = model

@@ -35,10 +35,17 @@ public protocol DetectionDecoderParameters: Codable, Sendable, Equatable {
     mutating func override(minScore: Double?, suppression: SuppressionOptions.Method?)
     /// A decoder labelling its classes with `labels` (the manifest's; index = label id).
     func makeDecoder(labels: [String]) throws -> any DetectionDecoder
+    /// The same for a model fed `input`: families whose outputs are in input pixels or on a
+    /// grid over the input (CenterFace) need its size to normalise. By default `makeDecoder(labels:)`.
+    func makeDecoder(labels: [String], input: ModelManifest.Input) throws -> any DetectionDecoder
 }
 
 extension DetectionDecoderParameters {
     func isEqual(to other: any DetectionDecoderParameters) -> Bool { (other as? Self) == self }
+
+    public func makeDecoder(labels: [String], input: ModelManifest.Input) throws -> any DetectionDecoder {
+        try makeDecoder(labels: labels)
+    }
 }
 
 /// The detector families this build knows, by the name a manifest's `decoder.name` gives.
@@ -48,6 +55,7 @@ extension DetectionDecoderParameters {
 public enum DecoderRegistry {
     public static let detectors: [any DetectionDecoderParameters.Type] = [
         BlazeFaceDecoderOptions.self,
+        CenterFaceDecoderOptions.self,
     ]
 
     /// The family named `name`, nil when there is none.
