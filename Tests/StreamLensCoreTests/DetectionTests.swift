@@ -362,6 +362,13 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
         #expect(full.input.width == 192 && full.decoder.blazeFace!.xScale == 192 && full.decoder.blazeFace!.minScore == 0.6)
         #expect(try (full.makeDecoder() as? BlazeFaceDecoder)?.anchors.count == 2304)
 
+        // MediaPipe's pose detector by manifest only: pose_detection.tflite's [1, 2254, 12] and [1, 2254, 1].
+        let pose = try ModelManifest.load(path: manifestPath("pose-detection"))
+        #expect(pose.model == "catalogue:mediapipe-pose-detection/pose_detection.tflite" && pose.labels == ["person"])
+        let poseDecoder = try #require(try pose.makeDecoder() as? BlazeFaceDecoder)
+        #expect(poseDecoder.anchors.count == 2254)
+        #expect(try poseDecoder.resolveOutputs(names: ["Identity", "Identity_1"], shapes: [[1, 2254, 12], [1, 2254, 1]]) == (0, 1))
+
         // Encoding and decoding again changes nothing.
         let data = try JSONEncoder().encode(full)
         #expect(try ModelManifest.decode(data, origin: "round trip") == full)
