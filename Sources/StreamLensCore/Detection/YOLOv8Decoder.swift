@@ -30,27 +30,48 @@ public struct YOLOv8DecoderOptions: DetectionDecoderParameters {
         self.suppression = suppression
     }
 
-    enum CodingKeys: String, CodingKey {
-        case output, classes, coordinates, suppression
-        case minScore = "min_score"
-    }
+    typealias CodingKeys = YOLOParameterKeys
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        output = try c.decodeIfPresent(String.self, forKey: .output)
-        classes = try c.decodeIfPresent(Int.self, forKey: .classes)
-        coordinates = try c.decodeIfPresent(BoxCoordinates.self, forKey: .coordinates) ?? .pixels
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.25
-        suppression = try c.decodeSuppression(forKey: .suppression, defaults: Self.defaultSuppression)
+        let p = try YOLOParameters(from: decoder, defaultSuppression: Self.defaultSuppression)
+        self.init(output: p.output, classes: p.classes, coordinates: p.coordinates, minScore: p.minScore, suppression: p.suppression)
     }
 
     public func validate(input: ModelManifest.Input) throws {
-        if let classes, classes <= 0 { throw StageError("decoder.parameters.classes is \(classes); a detector has at least one class") }
+        try YOLOParameters.validate(classes: classes)
         try validateScoring()
     }
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
         try YOLOv8Decoder(options: self, input: input, classes: classes)
+    }
+}
+
+/// The `decoder.parameters` keys yolov8 and yolov5 share (each family has its own defaults).
+enum YOLOParameterKeys: String, CodingKey {
+    case output, classes, coordinates, suppression
+    case minScore = "min_score"
+}
+
+/// yolov8's and yolov5's parameters as read from a manifest: one reader for both families.
+struct YOLOParameters {
+    var output: String?
+    var classes: Int?
+    var coordinates: BoxCoordinates
+    var minScore: Double
+    var suppression: SuppressionOptions
+
+    init(from decoder: any Decoder, defaultSuppression: SuppressionOptions) throws {
+        let c = try decoder.container(keyedBy: YOLOParameterKeys.self)
+        output = try c.decodeIfPresent(String.self, forKey: .output)
+        classes = try c.decodeIfPresent(Int.self, forKey: .classes)
+        coordinates = try c.decodeIfPresent(BoxCoordinates.self, forKey: .coordinates) ?? .pixels
+        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.25
+        suppression = try c.decodeSuppression(forKey: .suppression, defaults: defaultSuppression)
+    }
+
+    static func validate(classes: Int?) throws {
+        if let classes, classes <= 0 { throw StageError("decoder.parameters.classes is \(classes); a detector has at least one class") }
     }
 }
 
