@@ -29,3 +29,14 @@ gboolean sl_message_parse_info(GstMessage *message, const char **kind, const cha
     *text = gst_structure_get_string(s, "text");
     return *kind && *text;
 }
+
+void sl_stage_post_event(GstElement *stage, const char *type, const char *zone, const char *label, gint object_id,
+                         const char *direction, double time, double dwell, const char *json) {
+    GstStructure *s = gst_structure_new("streamlens-event", "type", G_TYPE_STRING, type, "zone", G_TYPE_STRING, zone,
+                                        "label", G_TYPE_STRING, label, "object-id", G_TYPE_INT, object_id,
+                                        "json", G_TYPE_STRING, json, NULL);
+    if (direction) gst_structure_set(s, "direction", G_TYPE_STRING, direction, NULL);
+    if (time >= 0) gst_structure_set(s, "time", G_TYPE_DOUBLE, time, NULL);
+    if (dwell >= 0) gst_structure_set(s, "dwell", G_TYPE_DOUBLE, dwell, NULL);
+    gst_element_post_message(stage, gst_message_new_element(GST_OBJECT(stage), s));
+}

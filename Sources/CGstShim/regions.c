@@ -33,6 +33,9 @@ static void sl_region_fill(GstVideoRegionOfInterestMeta *meta, guint frame_width
         "x_max", G_TYPE_DOUBLE, (region->x + region->width) / w, "y_max", G_TYPE_DOUBLE, (region->y + region->height) / h,
         "label_id", G_TYPE_INT, region->label_id, NULL);
     if (region->confidence >= 0) gst_structure_set(detection, "confidence", G_TYPE_DOUBLE, region->confidence, NULL);
+    // Not measured on this frame: "held" (a detector's earlier box repeated between its runs) or
+    // "predicted" (a tracker's motion estimate). Absent: measured on this frame.
+    if (region->estimate[0]) gst_structure_set(detection, "estimate", G_TYPE_STRING, region->estimate, NULL);
     gst_video_region_of_interest_meta_add_param(meta, detection);
     if (region->object_id >= 0)
         gst_video_region_of_interest_meta_add_param(meta, gst_structure_new("object_id", "id", G_TYPE_INT, region->object_id, NULL));
@@ -97,6 +100,8 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
             if (detection) {
                 gst_structure_get_double(detection, "confidence", &r->confidence);
                 gst_structure_get_int(detection, "label_id", &r->label_id);
+                const char *estimate = gst_structure_get_string(detection, "estimate");
+                if (estimate) g_strlcpy(r->estimate, estimate, sizeof r->estimate);
                 // The normalised corners keep what whole pixels lose (a detector's 179.4).
                 double x0, y0, x1, y1;
                 if (frame_width && frame_height && gst_structure_get_double(detection, "x_min", &x0)
@@ -144,4 +149,36 @@ gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name,
     const GValue *v = gst_structure_get_value(attributes, *name);
     *value = v && G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "";
     return TRUE;
+}
+
+// ---- Frame metadata: one custom meta a buffer, its fields JSON text -------------------------
+// A custom meta (GStreamer 1.20's gst_meta_register_custom) whose structure "streamlens-frame"
+// holds one string field per kind of record about the whole frame ("events", "zones"), each a
+// JSON document: any consumer reads it with gst_buffer_get_custom_meta and a JSON parser, and
+// the default transform copies it with the buffer.
+#define SL_FRAME_META "StreamLensFrameMeta"
+
+static const GstMetaInfo *sl_frame_meta_info(void) {
+    static gsize once = 0;
+    static const GstMetaInfo *info;
+    if (g_once_init_enter(&once)) {
+        static const gchar *tags[] = { NULL };
+        info = gst_meta_register_custom(SL_FRAME_META, tags, NULL, NULL, NULL);
+        g_once_init_leave(&once, 1);
+    }
+    return info;
+}
+
+void sl_buffer_set_frame_field(GstBuffer *buffer, const char *name, const char *json) {
+    sl_frame_meta_info();
+    GstCustomMeta *meta = gst_buffer_get_custom_meta(buffer, SL_FRAME_META);
+    if (!meta) meta = gst_buffer_add_custom_meta(buffer, SL_FRAME_META);
+    if (!meta) return;
+    gst_structure_set(gst_custom_meta_get_structure(meta), name, G_TYPE_STRING, json, NULL);
+}
+
+const char *sl_buffer_frame_field(GstBuffer *buffer, const char *name) {
+    sl_frame_meta_info();
+    GstCustomMeta *meta = gst_buffer_get_custom_meta(buffer, SL_FRAME_META);
+    return meta ? gst_structure_get_string(gst_custom_meta_get_structure(meta), name) : NULL;
 }

@@ -169,8 +169,8 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
 
     for (guint i = 0; i < data->info.n_props; i++) {
         const SLPropSpec *p = &data->info.props[i];
-        GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY);
+        GParamFlags flags = p->read_only ? (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS) : (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY));
         GParamSpec *spec = NULL;
         switch (p->kind) {
         case SL_PROP_BOOL: spec = g_param_spec_boolean(p->name, p->name, p->blurb, p->default_number != 0, flags); break;
@@ -270,6 +270,14 @@ SL_VALUE_GETTER(gboolean, sl_stage_get_bool, g_value_get_boolean)
 SL_VALUE_GETTER(gint64, sl_stage_get_int, g_value_get_int)
 SL_VALUE_GETTER(double, sl_stage_get_double, g_value_get_double)
 SL_VALUE_GETTER(char *, sl_stage_dup_string, g_value_dup_string)
+
+void sl_stage_publish_string(GstElement *stage, guint index, const char *value) {
+    SLStage *self = (SLStage *)stage;
+    if (index >= self->n_values || !G_VALUE_HOLDS_STRING(&self->values[index])) return;
+    pthread_mutex_lock(&self->lock);
+    g_value_set_string(&self->values[index], value);
+    pthread_mutex_unlock(&self->lock);
+}
 
 gboolean sl_stage_internals_intact(GstElement *stage) {
     SLStage *self = (SLStage *)stage;

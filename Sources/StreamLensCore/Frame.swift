@@ -55,6 +55,11 @@ public protocol FramePixels: AnyObject {
     /// The regions of interest the frame already carries, in order, all of them — a detector's
     /// results when this stage follows one (lensdetect, or any GStreamer element that adds the meta).
     func regionsOfInterest() -> [RegionOfInterest]
+    /// A record about the whole frame by kind (`FrameRecords`: "events", "zones"), as the JSON
+    /// text a stage before this one stored; nil when there is none.
+    func frameRecord(_ kind: String) -> String?
+    /// Stores (replaces) the frame's record of that kind.
+    func setFrameRecord(_ kind: String, json: String)
     /// The GstSample* behind the frame, for stages that hand frames to other GStreamer code
     /// (the RTSP server's pipeline) without copying pixels. Valid only during the call.
     func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R
@@ -82,12 +87,24 @@ public struct RegionOfInterest: Sendable, Equatable {
     /// Free-form results of later stages, by name (names are made of letters, digits, `_`, `-`,
     /// `.`; others become `_` on the buffer).
     public var attributes: [String: String]
+    /// nil when the box was measured on this frame; otherwise how it was estimated.
+    public var estimate: Estimate?
+
+    /// A box not measured on its frame.
+    public enum Estimate: String, Sendable, Equatable, Codable {
+        /// A detector's box from an earlier frame, repeated unchanged (lensdetect `interval`).
+        case held
+        /// A tracker's estimate from the object's motion (the detector did not find it here,
+        /// or did not run).
+        case predicted
+    }
 
     public init(label: String, labelId: Int = -1, x: Double, y: Double, width: Double, height: Double, confidence: Double? = nil,
-                objectId: Int = -1, keypoints: [Point] = [], attributes: [String: String] = [:]) {
+                objectId: Int = -1, keypoints: [Point] = [], attributes: [String: String] = [:], estimate: Estimate? = nil) {
         self.label = label; self.labelId = labelId
         self.x = x; self.y = y; self.width = width; self.height = height
         self.confidence = confidence; self.objectId = objectId; self.keypoints = keypoints; self.attributes = attributes
+        self.estimate = estimate
     }
 
     /// A detection (box and keypoints already in frame pixels) as a region.
@@ -97,7 +114,10 @@ public struct RegionOfInterest: Sendable, Equatable {
                   keypoints: detection.keypoints)
     }
 
-    public var box: Box { Box(xMin: x, yMin: y, xMax: x + width, yMax: y + height) }
+    public var box: Box {
+        get { Box(xMin: x, yMin: y, xMax: x + width, yMax: y + height) }
+        set { x = newValue.xMin; y = newValue.yMin; width = newValue.width; height = newValue.height }
+    }
 
     /// An attribute name as GStreamer structures take field names: a letter first, then
     /// letters, digits, `_`, `-`, `.`.

@@ -37,6 +37,10 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// The stage's own figures for the end-of-stream summary (e.g. "inference 1.2 ms median").
     var summary: String? { get }
 
+    /// The current values of the stage's readings (`PropertySpec.reading`), by name; the host
+    /// asks after every frame and publishes a value when it changed.
+    var readings: [String: String] { get }
+
     /// What the stage has to tell the user since the last call (a live change applied or
     /// refused); the host asks after every frame and every settings change and prints them.
     func takeNotices() -> [StageNotice]
@@ -61,6 +65,7 @@ extension Stage {
     public func settingsChanged(_ settings: StageSettings) {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }
+    public var readings: [String: String] { [:] }
     public func takeNotices() -> [StageNotice] { [] }
 }
 

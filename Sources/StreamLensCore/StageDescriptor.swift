@@ -59,13 +59,24 @@ public struct PropertySpec: Sendable, Equatable {
     public var defaultValue: PropertyValue
     /// Can change while the pipeline plays (delivered to `Stage.settingsChanged`).
     public var live: Bool
+    /// A reading, not a setting: the stage publishes its value while it runs (`Stage.readings`);
+    /// `get` on the control channel and g_object_get read it, nothing sets it (lenszone's counts).
+    public var readOnly: Bool
 
     public init(_ name: String, _ kind: Kind, default defaultValue: PropertyValue, live: Bool = false, help: String) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
         self.live = live
+        self.readOnly = false
         self.help = help
+    }
+
+    /// A string reading the stage publishes (see `readOnly`).
+    public static func reading(_ name: String, help: String) -> PropertySpec {
+        var spec = PropertySpec(name, .string, default: .string(""), help: help)
+        spec.readOnly = true
+        return spec
     }
 
     /// Checks a value against the row: type, range, allowed choices.

@@ -35,8 +35,10 @@ enum StageElements {
             var props: [SLPropSpec] = d.properties.map { p in
                 var spec = SLPropSpec()
                 spec.name = c(p.name)
-                spec.blurb = c("\(p.help) [\(p.constraint)]" + (p.live ? " (can change while playing)" : ""))
+                spec.blurb = c(p.readOnly ? "\(p.help) (read-only: the stage's reading)"
+                               : "\(p.help) [\(p.constraint)]" + (p.live ? " (can change while playing)" : ""))
                 spec.mutable_playing = p.live ? 1 : 0
+                spec.read_only = p.readOnly ? 1 : 0
                 switch (p.kind, p.defaultValue) {
                 case (.bool, .bool(let v)):
                     spec.kind = SL_PROP_BOOL; spec.default_number = v ? 1 : 0

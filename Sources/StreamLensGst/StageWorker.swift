@@ -185,6 +185,7 @@ final class StageWorker: @unchecked Sendable {
             }
             sl_handoff_acquire(buffer)
             pixels.frameSize = (format.width, format.height)
+            pixels.eventsOnArrival = pixels.frameRecord(FrameRecords.events)
             statistics.received(at: DispatchTime.now().uptimeNanoseconds)
             let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
             let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
@@ -231,6 +232,7 @@ final class StageWorker: @unchecked Sendable {
     private func deliver(_ outcome: FrameOutcome, pixels: SamplePixels, pts: GstClockTime) -> Bool {
         switch outcome {
         case .forward:
+            postEvents(of: pixels)
             guard let appsrc else { // a sink stage: the stage took the frame
                 statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
                 return true
@@ -330,6 +332,31 @@ final class StageWorker: @unchecked Sendable {
         let now = sl_element_running_time_now(element)
         guard frameTime != GstClockTime.max, now != GstClockTime.max else { return nil }
         return now > frameTime ? UInt64(now - frameTime) : 0
+    }
+
+    /// The stage's readings (read-only properties) whose values changed, set on the element.
+    private func publishReadings() {
+        let readings = stage.readings
+        guard !readings.isEmpty, readings != publishedReadings else { return }
+        for (name, value) in readings where publishedReadings[name] != value {
+            guard let index = descriptor.properties.firstIndex(where: { $0.name == name && $0.readOnly }) else { continue }
+            sl_stage_publish_string(element, guint(index), value)
+        }
+        publishedReadings = readings
+    }
+    private var publishedReadings: [String: String] = [:]
+
+    /// The events the stage added to the frame, each as an element message `streamlens-event`
+    /// from the stage (docs/metadata.md): applications watch the bus instead of parsing files.
+    private func postEvents(of pixels: SamplePixels) {
+        publishReadings()
+        let now = pixels.frameRecord(FrameRecords.events)
+        guard now != pixels.eventsOnArrival, let events = FrameRecords.decode([FrameEvent].self, now) else { return }
+        let before = FrameRecords.decode([FrameEvent].self, pixels.eventsOnArrival)?.count ?? 0
+        for event in events.dropFirst(before) {
+            sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
+                                event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
+        }
     }
 
     private func postNotices() {
@@ -433,6 +460,11 @@ final class SamplePixels: FramePixels {
         r.confidence = region.confidence ?? -1
         r.label_id = gint(clamping: region.labelId)
         r.object_id = gint(clamping: region.objectId)
+        withUnsafeMutableBytes(of: &r.estimate) { raw in
+            let bytes = Array((region.estimate?.rawValue ?? "").utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
         r.keypoint_count = guint(region.keypoints.count)
         let attributes = region.attributes.sorted { $0.key < $1.key }
         r.attribute_count = guint(attributes.count)
@@ -478,11 +510,25 @@ final class SamplePixels: FramePixels {
                     attributes[String(cString: name)] = String(cString: value)
                 }
             }
+            let estimate = withUnsafeBytes(of: &r.estimate) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
             return RegionOfInterest(label: label, labelId: Int(r.label_id), x: r.x, y: r.y, width: r.width, height: r.height,
                                     confidence: r.confidence >= 0 ? r.confidence : nil, objectId: Int(r.object_id),
-                                    keypoints: keypoints, attributes: attributes)
+                                    keypoints: keypoints, attributes: attributes, estimate: RegionOfInterest.Estimate(rawValue: estimate))
         }
     }
+
+    func frameRecord(_ kind: String) -> String? {
+        sl_buffer_frame_field(gst_sample_get_buffer(sample), kind).map { String(cString: $0) }
+    }
+
+    func setFrameRecord(_ kind: String, json: String) {
+        makeBufferWritable()
+        sl_buffer_set_frame_field(gst_sample_get_buffer(sample), kind, json)
+    }
+
+    /// The frame's events when it reached the stage (`StageWorker.postEvents` posts the ones the
+    /// stage added).
+    var eventsOnArrival: String?
 
     private var writable = false
     private func makeBufferWritable() {

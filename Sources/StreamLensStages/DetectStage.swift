@@ -41,7 +41,7 @@ public final class DetectStage: Stage {
             PropertySpec("class-agnostic", .choice(["manifest", "true", "false"]), default: .string("manifest"),
                          help: "whether overlapping boxes of different classes suppress each other (default per class: the manifest's, usually false)"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
-                         help: "run the model every N-th frame; frames in between keep the last boxes"),
+                         help: "run the model every N-th frame; frames in between keep the last boxes, marked held (lenstrack after it moves them)"),
             PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
             PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour: #rrggbb, class (a colour per label) or id (per object id)"),
             PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
@@ -223,7 +223,8 @@ public final class DetectStage: Stage {
             last = regions(waiting.outputs.map { outputs[$0] }.withBuffers { decoder.decode($0) }, waiting.geometry)
             recordInferenceTime(milliseconds)
         case .notAsked:
-            break // the last boxes stay
+            // The last boxes stay, marked held: a tracker after this stage moves them instead.
+            for i in last.indices { last[i].estimate = .held }
         case .serverAway, .lost:
             last = []
         case .failed(let error):

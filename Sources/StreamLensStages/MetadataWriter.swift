@@ -12,7 +12,9 @@ final class MetadataWriter {
     /// Version 1 had no `schema_version` key and only label, score, x, y, width, height and
     /// keypoints per detection; version 2 adds the frame's size, label_id, object_id and
     /// attributes (and omits score when the producer gave none).
-    static let schemaVersion = 2
+    /// Version 3 adds each region's `estimate` (held, predicted) and the frame's `events` and
+    /// `zones`.
+    static let schemaVersion = 3
 
     private var writer: FileWriter?
     /// The file, until it is created at the first frame.
@@ -45,9 +47,11 @@ final class MetadataWriter {
         var width: Int
         var height: Int
         var detections: [Region]
+        var events: [FrameEvent]?
+        var zones: [ZoneReading]?
         enum CodingKeys: String, CodingKey {
             case schemaVersion = "schema_version"
-            case time, frame, width, height, detections
+            case time, frame, width, height, detections, events, zones
         }
     }
 
@@ -59,8 +63,9 @@ final class MetadataWriter {
         var keypoints: [[Double]]         // [x, y] in frame pixels
         var objectId: Int
         var attributes: [String: String]?
+        var estimate: String?
         enum CodingKeys: String, CodingKey {
-            case label, score, x, y, width, height, keypoints, attributes
+            case label, score, x, y, width, height, keypoints, attributes, estimate
             case labelId = "label_id"
             case objectId = "object_id"
         }
@@ -77,13 +82,16 @@ final class MetadataWriter {
         }
         guard let writer else { return nil }
         func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
-        let line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
+        var line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
                         width: frame.format.width, height: frame.format.height, detections: regions.map { r in
             Region(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
                    x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
                    keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
-                   attributes: r.attributes.isEmpty ? nil : r.attributes)
+                   attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue)
         })
+        let events = frame.pixels.events(), zones = frame.pixels.zones()
+        line.events = events.isEmpty ? nil : events
+        line.zones = zones.isEmpty ? nil : zones
         guard var data = try? encoder.encode(line) else { return nil }
         data.append(0x0A)
         if writer.write(data) { return nil }

@@ -30,6 +30,11 @@ public final class MemoryPixels: FramePixels {
 
     public func regionsOfInterest() -> [RegionOfInterest] { regions }
 
+    /// Frame records by kind (events, zones), as JSON text.
+    public var records: [String: String] = [:]
+    public func frameRecord(_ kind: String) -> String? { records[kind] }
+    public func setFrameRecord(_ kind: String, json: String) { records[kind] = json }
+
     public func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
         preconditionFailure("an in-memory frame has no GstSample (this stage needs a pipeline: test it through one)")
     }

@@ -152,6 +152,7 @@ func stagesCommand(_ args: [String]) -> Int32 {
         printOut("  caps: \(d.sinkCaps)\(d.isSink ? " (a sink: ends the pipeline)" : d.capsPassthrough ? " (output = input)" : "")")
         printOut("  properties:")
         for p in d.properties {
+            if p.readOnly { printOut("    \(p.name)  [reading: get \(p.name)]  \(p.help)"); continue }
             printOut("    \(p.name)=\(p.defaultValue)  [\(p.constraint)\(p.live ? ", live" : "")]  \(p.help)")
         }
         if !d.keys.isEmpty {

@@ -71,6 +71,11 @@ GstMessageType sl_message_type(GstMessage *message);
 void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
 // An element message named "streamlens" with string fields kind and text, for the host's log.
 void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
+// An event a stage found on a frame (FrameEvent), for applications: an element message
+// "streamlens-event" with type, zone, label, object-id (int), direction (when given), time and
+// dwell (seconds, when >= 0) and json (the event as lensmetadata writes it).
+void sl_stage_post_event(GstElement *stage, const char *type, const char *zone, const char *label, gint object_id,
+                         const char *direction, double time, double dwell, const char *json);
 // A warning from the stage (the pipeline goes on).
 void sl_stage_post_warning(GstElement *stage, const char *message);
 // Reads such a message; returns FALSE for any other message. Strings stay owned by message.
@@ -104,6 +109,7 @@ typedef struct {
     double default_number;     // bool/int/double (ranges are checked in Swift)
     const char *default_string;               // string (may be NULL)
     gboolean mutable_playing;
+    gboolean read_only;        // a reading the stage publishes (sl_stage_publish_string)
 } SLPropSpec;
 
 typedef struct {
@@ -148,6 +154,8 @@ gboolean sl_stage_get_bool(GstElement *stage, guint index);
 gint64 sl_stage_get_int(GstElement *stage, guint index);
 double sl_stage_get_double(GstElement *stage, guint index);
 char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
+// Sets a reading's value (a read-only string property) without telling the stage.
+void sl_stage_publish_string(GstElement *stage, guint index, const char *value);
 
 // FALSE when the spec changed the stage's inner appsink/appsrc through the child proxy
 // (`lenspass stage_src::is-live=false`), which would hang or break the bridge.
@@ -188,6 +196,7 @@ typedef struct {
     double confidence;   // -1 when the meta has none
     gint label_id;       // -1 when unknown
     gint object_id;      // -1 until a tracker assigns one
+    char estimate[16];   // "" measured on this frame; "held" or "predicted" otherwise
     guint keypoint_count;
     guint attribute_count;
     gpointer meta;       // filled by sl_buffer_get_regions: the meta, for the two readers below
@@ -206,6 +215,12 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
 // the buffer's metas.
 guint sl_region_keypoints(const SLRegion *region, guint frame_width, guint frame_height, double *xy, guint max);
 gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name, const char **value);
+
+// Records about the whole frame (a zone's events, its counts), as JSON text in one custom meta
+// "StreamLensFrameMeta" (structure "streamlens-frame", one string field per kind). The buffer
+// must be writable to set; the string a getter returns belongs to the meta.
+void sl_buffer_set_frame_field(GstBuffer *buffer, const char *name, const char *json);
+const char *sl_buffer_frame_field(GstBuffer *buffer, const char *name);
 
 // ---- Source restart (stage_restart.c) ----------------------------------------------------
 // The watchdog (a stage that restarts its source part). The source part: the elements beside the
