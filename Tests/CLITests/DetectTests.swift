@@ -165,7 +165,7 @@ import Testing
         let original = dir.appendingPathComponent("original.raw").path, blurred = dir.appendingPathComponent("blurred.raw").path
         let source = "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=BGRx"
         let a = try CLI.run(["\(source) ! filesink location=\(original)"], executable: "face-blur")
-        let b = try CLI.run(["\(source) ! lensdetect draw=false ! lensblur block=16 margin=0 ! filesink location=\(blurred)"], executable: "face-blur")
+        let b = try CLI.run(["\(source) ! lensdetect draw=false ! lenspixelate block=16 margin=0 ! filesink location=\(blurred)"], executable: "face-blur")
         #expect(a.status == 0 && b.status == 0, "\(a.stderr) \(b.stderr)")
         let before = [UInt8](try Data(contentsOf: URL(fileURLWithPath: original)))
         let after = [UInt8](try Data(contentsOf: URL(fileURLWithPath: blurred)))

@@ -1,8 +1,9 @@
-// Privacy: pixelate every face. A custom stage, `lensblur`, that follows `lensdetect` and
+// Privacy: pixelate every face — the smallest custom stage worth writing (the built-in lensblur
+// does this and more: tracking-aware hold, blur, fill). A custom stage, `lenspixelate`, that follows `lensdetect` and
 // reads its results from the regions of interest the detector attached to each frame.
 //
 //     swift run face-blur 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! video/x-raw,format=BGRx
-//         ! lensdetect draw=false ! lensblur block=16 ! videoconvert ! autovideosink'
+//         ! lensdetect draw=false ! lenspixelate block=16 ! videoconvert ! autovideosink'
 //
 // With no argument it pixelates the astronaut photo that set-up puts in .deps/media and writes
 // out/face-blur.png.
@@ -13,9 +14,9 @@ import StreamLensStages
 
 final class BlurStage: Stage {
     static let descriptor = StageDescriptor(
-        name: "lensblur",
+        name: "lenspixelate",
         summary: "Pixelate the regions of interest (faces found by lensdetect upstream)",
-        example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensblur ! fakesink",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lenspixelate ! fakesink",
         sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
         properties: [
             PropertySpec("block", .int(2...256), default: .int(16), live: true, help: "pixel block size"),
@@ -60,7 +61,7 @@ final class BlurStage: Stage {
 
 let spec = CommandLine.arguments.dropFirst().first
     ?? "filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=BGRx " +
-       "! lensdetect draw=false ! lensblur ! videoconvert ! pngenc ! filesink location=out/face-blur.png"
+       "! lensdetect draw=false ! lenspixelate ! videoconvert ! pngenc ! filesink location=out/face-blur.png"
 do {
     try GStreamer.initialize(stages: builtinStages + [BlurStage.self])
     let pipeline = try Pipeline(description: spec)

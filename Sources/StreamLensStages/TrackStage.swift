@@ -1,0 +1,143 @@
+import Foundation
+import StreamLensCore
+
+/// `lenstrack`: gives every object an id that stays with it (ByteTrack's association on SORT's
+/// Kalman filter: `MultiObjectTracker`), written on its region (meta `object_id`, JSON Lines
+/// `object_id`) for the stages after it — lenszone counts by it, lensblur holds by it,
+/// lensoverlay colours by it (`color=id`).
+///
+///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! lensdetect draw=false interval=3 ! lenstrack ! lensoverlay color=id ! videoconvert ! autovideosink'
+///
+/// On a frame the detector looked at, each detection keeps its own box and gets its track's id
+/// (tentative tracks: -1 until `min-hits` detections confirm them); a confirmed track the
+/// detector missed is reported at its predicted place, marked `estimate: predicted`, for up to
+/// `max-age` frames. On a frame it did not look at (lensdetect `interval`: its boxes come marked
+/// held), each held box moves to its track's predicted place.
+public final class TrackStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lenstrack",
+        summary: "Track objects across frames (Kalman filter, two-pass IoU association): an id on every region, predicted boxes between detector runs and through short occlusions",
+        example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect draw=false interval=2 ! lenstrack ! lensoverlay color=id ! fakesink",
+        properties: [
+            PropertySpec("high-score", .double(0...1), default: .double(0.5), live: true,
+                         help: "detections scoring at least this are matched first and may start tracks"),
+            PropertySpec("low-score", .double(0...1), default: .double(0.1), live: true,
+                         help: "weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
+            PropertySpec("match-iou", .double(0.01...1), default: .double(0.2), live: true,
+                         help: "minimum overlap (IoU) of a track's predicted box and a detection to pair them"),
+            PropertySpec("min-hits", .int(1...100), default: .int(3), live: true,
+                         help: "detections before a track is confirmed and gets its id"),
+            PropertySpec("max-age", .int(0...10000), default: .int(30), live: true,
+                         help: "frames a confirmed track lives on without a detection (reported at its predicted place, then forgotten)"),
+            PropertySpec("per-class", .bool, default: .bool(true), live: true,
+                         help: "a track pairs only with detections of its own label"),
+            PropertySpec("labels", .string, default: .string(""), live: true,
+                         help: "track only these labels, comma-separated (empty: all); other regions pass untouched"),
+        ])
+
+    struct Settings {
+        var tracker: MultiObjectTracker.Settings
+        var labels: Set<String>?
+
+        init(_ settings: StageSettings) throws {
+            var t = MultiObjectTracker.Settings()
+            t.highScore = settings.double("high-score")
+            t.lowScore = settings.double("low-score")
+            guard t.lowScore <= t.highScore else {
+                throw StageError("property low-score=\(t.lowScore) is above high-score=\(t.highScore)")
+            }
+            t.matchIoU = settings.double("match-iou")
+            t.lowMatchIoU = max(t.matchIoU, 0.5)
+            t.minHits = settings.int("min-hits")
+            t.maxAge = settings.int("max-age")
+            t.perClass = settings.bool("per-class")
+            tracker = t
+            let names = settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            labels = names.isEmpty ? nil : Set(names)
+        }
+    }
+
+    private var settings: Settings
+    private let tracker: MultiObjectTracker
+    private var notices: [StageNotice] = []
+    private var updateTimes: [Double] = []
+    private var predictedReported = 0
+
+    public init(settings: StageSettings) throws {
+        self.settings = try Settings(settings)
+        tracker = MultiObjectTracker(settings: self.settings.tracker)
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let all = frame.pixels.regionsOfInterest()
+        let tracked = all.indices.filter { settings.labels?.contains(all[$0].label) ?? true }
+        let held = !tracked.isEmpty && tracked.allSatisfy { all[$0].estimate == .held }
+        var added: [RegionOfInterest] = []
+        if held {
+            // The detector did not run: its boxes are the last ones again. Each moves to the
+            // predicted place of the track it was paired with (found by the box it had then).
+            var predictions = tracker.predict()
+            for i in tracked {
+                var region = all[i]
+                guard let p = predictions.firstIndex(where: { $0.lastDetected.iou(region.box) > 0.9 && $0.report.labelId == region.labelId }) else { continue }
+                let report = predictions.remove(at: p).report
+                region.box = report.box
+                region.objectId = report.id
+                region.estimate = .predicted
+                frame.pixels.updateRegionOfInterest(region, at: i)
+            }
+            // Confirmed tracks missed on the last detector frame go on at their predicted places.
+            for (report, _) in predictions where report.id >= 0 && report.missed > 0 { added.append(predicted(report)) }
+        } else {
+            let inputs = tracked.map { i in
+                MultiObjectTracker.Input(box: all[i].box, score: all[i].confidence, labelId: all[i].labelId, label: all[i].label)
+            }
+            for report in tracker.update(inputs) {
+                if let d = report.detection {
+                    var region = all[tracked[d]]
+                    guard region.objectId != report.id else { continue }
+                    region.objectId = report.id
+                    frame.pixels.updateRegionOfInterest(region, at: tracked[d])
+                } else if report.id >= 0 {
+                    added.append(predicted(report))
+                }
+            }
+        }
+        for region in added { frame.pixels.addRegionOfInterest(region) }
+        predictedReported += added.count
+        tracker.forgetOutside(width: Double(frame.format.width), height: Double(frame.format.height))
+        updateTimes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e3)
+        if updateTimes.count > 4096 { updateTimes.removeFirst(2048) }
+        return .forward
+    }
+
+    /// A confirmed track the detector did not find here, at its predicted place (clipped to the
+    /// frame by the stages that draw or blur it).
+    private func predicted(_ report: MultiObjectTracker.Report) -> RegionOfInterest {
+        RegionOfInterest(label: report.label, labelId: report.labelId, x: report.box.xMin, y: report.box.yMin,
+                         width: report.box.width, height: report.box.height, confidence: report.score, objectId: report.id,
+                         estimate: .predicted)
+    }
+
+    public func settingsChanged(_ settings: StageSettings) {
+        do {
+            self.settings = try Settings(settings)
+            tracker.settings = self.settings.tracker
+        } catch {
+            notices.append(StageNotice(.warning, "\(error); keeping the previous settings"))
+        }
+    }
+
+    public func takeNotices() -> [StageNotice] {
+        defer { notices = [] }
+        return notices
+    }
+
+    public var summary: String? {
+        guard !updateTimes.isEmpty else { return nil }
+        let sorted = updateTimes.sorted()
+        return String(format: "%d ids given, %d tracks now, %d predicted boxes reported, %.0f µs a frame (median)",
+                      tracker.confirmedCount, tracker.trackCount, predictedReported, sorted[sorted.count / 2])
+    }
+}
