@@ -15,9 +15,19 @@ import Synchronization
 /// with the original by `strength`. So the model's cost does not grow with the frame, and one
 /// compiled model serves every frame size mapping to the same inference size.
 ///
-/// Live: strength and smoothing apply from the next frame; a new model, style image, device or
-/// precision is loaded in the background while frames keep flowing through the current one,
-/// and replaces it between two frames (or is refused with a warning, keeping the current one).
+/// Effects limited to objects: `regions=inside` stylizes only the regions of interest that reach
+/// the stage (a detector's boxes: `lensdetect draw=false` before it), `regions=outside`
+/// everything but them; `labels` keeps only regions of those labels. The stylized picture is
+/// blended through a mask that ramps over `feather` pixels inside each box's edge, so pixels
+/// outside every box are left exactly as they were (inside) or fully stylized (outside). A frame
+/// with no such region and `regions=inside` goes on untouched without running the model.
+///
+///     streamlens run 'filesrc location=in.mp4 ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensstylize model=Models/mosaic.json regions=outside ! videoconvert ! autovideosink'
+///
+/// Live: strength, smoothing, regions, labels and feather apply from the next frame; a new
+/// model, style image, device or precision is loaded in the background while frames keep
+/// flowing through the current one, and replaces it between two frames (or is refused with a
+/// warning, keeping the current one).
 public final class StylizeStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensstylize",
@@ -33,6 +43,12 @@ public final class StylizeStage: Stage {
                          help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
             PropertySpec("smoothing", .double(0...0.95), default: .double(0), live: true,
                          help: "weight of the previous stylized frame, against flicker on still scenes (0: off; reset on scene changes)"),
+            PropertySpec("regions", .choice(["all"] + RegionMask.Side.allCases.map(\.rawValue)), default: .string("all"), live: true,
+                         help: "where to stylize: all (the whole frame), inside the regions of interest reaching the stage (e.g. lensdetect draw=false before it; a frame without one goes on untouched, the model not run), or outside them"),
+            PropertySpec("labels", .string, default: .string(""), live: true,
+                         help: "with regions=inside|outside: only regions of these labels, comma-separated (empty: every region)"),
+            PropertySpec("feather", .int(0...1000), default: .int(8), live: true,
+                         help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge (0: hard edge)"),
             PropertySpec("inference-size", .string, default: .string(""),
                          help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
             PropertySpec("device", .string, default: .string("CPU"), live: true,
@@ -53,15 +69,36 @@ public final class StylizeStage: Stage {
             KeyBinding(["d"], .cycle(property: "device", values: ["CPU", "GPU", "NPU", "AUTO"]),
                        help: "next device (one not present is refused with a warning; the next press goes on from it)"),
             KeyBinding(["s"], .cycle(property: "smoothing", values: ["0", "0.5", "0.8"]), help: "smoothing: off, 0.5, 0.8"),
+            KeyBinding(["r"], .cycle(property: "regions", values: ["all", "inside", "outside"]), help: "regions: all, inside, outside"),
         ])
 
     /// The properties read on every frame, decoded once (at start and on each live change).
     struct LiveSettings {
         var strength: Double
         var smoothing: Double
+        /// nil: the whole frame (regions=all).
+        var regions: RegionMask.Side?
+        /// Empty: every region.
+        var labels: Set<String>
+        var feather: Int
         init(_ settings: StageSettings) {
             strength = settings.double("strength")
             smoothing = settings.double("smoothing")
+            regions = RegionMask.Side(rawValue: settings.string("regions"))
+            labels = Set(settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            feather = settings.int("feather")
+        }
+
+        enum Coverage { case whole, nothing, masked(RegionMask) }
+
+        /// What of the frame to stylize, its regions read now: the mask travels with the frame
+        /// while it waits for its output.
+        func coverage(of frame: Frame) -> Coverage {
+            guard let regions else { return .whole }
+            let boxes = frame.pixels.regionsOfInterest().filter { labels.isEmpty || labels.contains($0.label) }.map(\.box)
+            let mask = RegionMask(boxes: boxes, side: regions, feather: feather, width: frame.format.width, height: frame.format.height)
+            if !mask.boxes.isEmpty { return .masked(mask) }
+            return regions == .inside ? .nothing : .whole // outside of nothing: the whole frame
         }
     }
 
@@ -91,6 +128,8 @@ public final class StylizeStage: Stage {
     /// Mean absolute change (0…255) of the shrunk frame above which smoothing starts afresh.
     static let sceneChange = 12.0
 
+    /// Frames that went on untouched because no region matched (regions=inside).
+    private var framesWithoutRegions = 0
     private var inferenceTimes: [Double] = []
     private var frameTimes: [Double] = []
     private var shrinkTimes: [Double] = [], convertTimes: [Double] = [], blendTimes: [Double] = []
@@ -148,6 +187,14 @@ public final class StylizeStage: Stage {
         guard strength > 0, let format = self.format, let frameLayout = PackedRGBLayout(pixelFormat: format.pixelFormat) else {
             return .forward // strength 0: the frame goes on untouched
         }
+        let mask: RegionMask?
+        switch live.coverage(of: frame) {
+        case .whole: mask = nil
+        case .masked(let m): mask = m
+        case .nothing:
+            framesWithoutRegions += 1
+            return .forward // regions=inside and no region: nothing to stylize, the model not run
+        }
         let start = DispatchTime.now().uptimeNanoseconds
         let size = inferenceSize(format)
         let compiled: (model: any ImageInference, output: Int)
@@ -170,7 +217,8 @@ public final class StylizeStage: Stage {
         // The shrunk picture is copied into the request (or sent) now; the frame waits, in
         // order, for its output (finishOldest).
         let waiting = Waiting(frame: frame, output: compiled.output, outputShape: compiled.model.outputs[compiled.output].shape,
-                              decoding: stylizer.output, small: small, strength: strength, layout: frameLayout, start: start, sent: inferStart)
+                              decoding: stylizer.output, small: small, strength: strength, mask: mask, layout: frameLayout,
+                              start: start, sent: inferStart)
         do {
             try small.withUnsafeBytes { try queue.submit(compiled.model, pixels: $0, context: waiting) }
         } catch {
@@ -190,6 +238,8 @@ public final class StylizeStage: Stage {
         var decoding: ModelManifest.ImageOutput
         var small: [UInt8]
         var strength: Double
+        /// Where to blend: the frame's regions as they were when it arrived (nil: everywhere).
+        var mask: RegionMask?
         var layout: PackedRGBLayout
         var start: UInt64
         var sent: UInt64
@@ -207,7 +257,8 @@ public final class StylizeStage: Stage {
             let convertStart = DispatchTime.now().uptimeNanoseconds
             outputs[waiting.output].values.withUnsafeBufferPointer { writeStyled($0, shape: waiting.outputShape, as: waiting.decoding) }
             small = waiting.small
-            finish(waiting.frame, strength: waiting.strength, layout: waiting.layout, times: (waiting.start, waiting.sent, convertStart))
+            finish(waiting.frame, strength: waiting.strength, mask: waiting.mask, layout: waiting.layout,
+                   times: (waiting.start, waiting.sent, convertStart))
             return .forward
         case .notAsked, .serverAway, .lost:
             return .forward // unstylized
@@ -227,8 +278,9 @@ public final class StylizeStage: Stage {
         styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
     }
 
-    /// Smoothing, then the stylized picture scaled and blended onto the frame; the frame's times.
-    private func finish(_ frame: Frame, strength: Double, layout frameLayout: PackedRGBLayout,
+    /// Smoothing, then the stylized picture scaled and blended onto the frame (through the mask,
+    /// when limited to regions); the frame's times.
+    private func finish(_ frame: Frame, strength: Double, mask: RegionMask?, layout frameLayout: PackedRGBLayout,
                         times: (start: UInt64, inferStart: UInt64, convertStart: UInt64)) {
         let format = frame.format
         let inferEnd = DispatchTime.now().uptimeNanoseconds
@@ -241,7 +293,7 @@ public final class StylizeStage: Stage {
                                stride: styledSize.width * 3, layout: .rgb),
                     onto: PixelPlane(base: bytes.baseAddress!, width: format.width, height: format.height,
                                      stride: format.strides[0], layout: frameLayout),
-                    strength: strength)
+                    strength: strength, mask: mask)
             }
         }
         let end = DispatchTime.now().uptimeNanoseconds
@@ -400,13 +452,15 @@ public final class StylizeStage: Stage {
     }
 
     public var summary: String? {
-        guard !frameTimes.isEmpty else { return nil }
+        let n = framesWithoutRegions
+        let unmatched = n > 0 ? "\(n) frame\(n == 1 ? "" : "s") without a region to stylize passed untouched" : ""
+        guard !frameTimes.isEmpty else { return unmatched.isEmpty ? nil : unmatched }
         func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
         let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
                           median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
                           startupMilliseconds.style, startupMilliseconds.compile)
-        return [text, stylizer.settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: "; ")
+        return [text, unmatched, stylizer.settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: "; ")
     }
 }
 

@@ -112,11 +112,16 @@ public enum Resampling {
     /// scaled image exactly, 0 leaves the destination untouched. Bytes other than R, G and B
     /// (the x or A of RGBx, BGRA…) are left as they are.
     ///
+    /// With a `mask`, each pixel's strength is also multiplied by its weight there (effects
+    /// limited to regions of interest): rows and columns of weight 0 are not written at all, so
+    /// they stay bit-identical; the mask is worked out row by row, for the columns its boxes
+    /// cover.
+    ///
     /// Horizontal pass first, on the (small) source rows, straight into the destination's pixel
     /// layout; then each destination row is one interpolation between two such rows with the same
     /// weights all along it, a loop over contiguous bytes the compiler vectorizes. That halves
     /// the per-pixel work of the usual vertical-first order.
-    public static func bilinearBlend(_ source: PixelPlane, onto destination: PixelPlane, strength: Double) {
+    public static func bilinearBlend(_ source: PixelPlane, onto destination: PixelPlane, strength: Double, mask: RegionMask? = nil) {
         let sw = source.width, sh = source.height, dw = destination.width, dh = destination.height
         guard sw > 0, sh > 0, dw > 0, dh > 0, strength > 0 else { return }
         precondition(source.layout.bytesPerPixel == 3, "bilinearBlend reads packed 3-byte pixels")
@@ -136,7 +141,7 @@ public enum Resampling {
             let colour = Set([dp.red, dp.green, dp.blue])
             for b in 0..<4 where !colour.contains(b) { keepMask |= 0xFF << (8 * UInt32(b)) }
         }
-        let mask = keepMask
+        let keep = keepMask
         // Rows are split among a few threads: OpenVINO's threads are idle meanwhile.
         let chunks = Self.chunks(rows: dh)
         let allTaps = taps
@@ -145,9 +150,12 @@ public enum Resampling {
                 // Horizontally scaled source rows (in destination layout), the two last used.
                 let scaled = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 2 * rowBytes)
                 let mixed = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: rowBytes)
+                // The mask's row: weights (0…s128) per pixel, then per byte.
+                let pixelWeights = UnsafeMutableBufferPointer<Int16>.allocate(capacity: mask == nil ? 0 : dw)
+                let byteWeights = UnsafeMutableBufferPointer<Int16>.allocate(capacity: mask == nil ? 0 : rowBytes)
                 scaled.initialize(repeating: 0)
                 mixed.initialize(repeating: 0)
-                defer { scaled.deallocate(); mixed.deallocate() }
+                defer { scaled.deallocate(); mixed.deallocate(); pixelWeights.deallocate(); byteWeights.deallocate() }
                 var held = (-1, -1) // source rows in slots 0 and 1
                 func row(_ y: Int) -> UnsafeMutablePointer<UInt8> {
                     if held.0 == y { return scaled.baseAddress! }
@@ -168,27 +176,52 @@ public enum Resampling {
                     return out
                 }
                 for dy in (dh * chunk / chunks)..<(dh * (chunk + 1) / chunks) {
+                    // Columns `span` have the mask's own weights; the others the row's background.
+                    let span: Range<Int>, background: Int16
+                    if let mask {
+                        span = mask.fillRow(dy, width: dw, scale: s128, into: pixelWeights.baseAddress!)
+                        background = mask.background(scale: s128)
+                        if span.isEmpty && background == 0 { continue } // untouched row
+                    } else {
+                        (span, background) = (0..<0, s128)
+                    }
                     let (y0, y1, wy) = tap(dy, dst: dh, src: sh)
                     let r0 = row(y0), r1 = row(y1)
                     let out = destination.base.advanced(by: dy * destination.stride).assumingMemoryBound(to: UInt8.self)
                     // 4-byte pixels: mix into a scratch row, then merge keeping the 4th byte.
-                    let target = mask == 0 ? out : mixed.baseAddress!
+                    let target = keep == 0 ? out : mixed.baseAddress!
                     let w = UInt16(wy), v = 256 &- w
-                    if s128 == 128 {
-                        for i in 0..<rowBytes {
-                            target[i] = UInt8(truncatingIfNeeded: (UInt16(r0[i]) &* v &+ UInt16(r1[i]) &* w &+ 128) >> 8)
-                        }
-                    } else {
-                        for i in 0..<rowBytes {
-                            let scaledValue = Int16(truncatingIfNeeded: (UInt16(r0[i]) &* v &+ UInt16(r1[i]) &* w &+ 128) >> 8)
-                            let original = Int16(out[i])
-                            target[i] = UInt8(truncatingIfNeeded: original &+ (((scaledValue &- original) &* s128 &+ 64) >> 7))
+                    func uniform(_ bytes: Range<Int>) {
+                        if background == 128 {
+                            for i in bytes {
+                                target[i] = UInt8(truncatingIfNeeded: (UInt16(r0[i]) &* v &+ UInt16(r1[i]) &* w &+ 128) >> 8)
+                            }
+                        } else {
+                            for i in bytes {
+                                let scaledValue = Int16(truncatingIfNeeded: (UInt16(r0[i]) &* v &+ UInt16(r1[i]) &* w &+ 128) >> 8)
+                                let original = Int16(out[i])
+                                target[i] = UInt8(truncatingIfNeeded: original &+ (((scaledValue &- original) &* background &+ 64) >> 7))
+                            }
                         }
                     }
-                    if mask != 0 {
+                    if background > 0 {
+                        uniform(0..<(span.lowerBound * dBpp))
+                        uniform((span.isEmpty ? 0 : span.upperBound * dBpp)..<rowBytes)
+                    }
+                    if !span.isEmpty {
+                        let bytes = (span.lowerBound * dBpp)..<(span.upperBound * dBpp)
+                        for x in span { for c in 0..<dBpp { byteWeights[x * dBpp + c] = pixelWeights[x] } }
+                        for i in bytes {
+                            let scaledValue = Int16(truncatingIfNeeded: (UInt16(r0[i]) &* v &+ UInt16(r1[i]) &* w &+ 128) >> 8)
+                            let original = Int16(out[i])
+                            // Weight 0: (0 + 64) >> 7 adds nothing, the byte stays as it was.
+                            target[i] = UInt8(truncatingIfNeeded: original &+ (((scaledValue &- original) &* byteWeights[i] &+ 64) >> 7))
+                        }
+                    }
+                    if keep != 0 {
                         let words = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt32.self)
                         let mixedWords = UnsafeMutableRawPointer(target).assumingMemoryBound(to: UInt32.self)
-                        for i in 0..<dw { words[i] = (mixedWords[i] & ~mask) | (words[i] & mask) }
+                        for i in (background > 0 ? 0..<dw : span) { words[i] = (mixedWords[i] & ~keep) | (words[i] & keep) }
                     }
                 }
             }
