@@ -1,0 +1,46 @@
+import Foundation
+import StreamLensCore
+import StreamLensStages
+import StreamLensTesting
+import Testing
+
+/// lenstrack on in-memory frames: ids written on the regions, held boxes moved, missed tracks
+/// reported predicted.
+@Suite(.serialized) struct TrackStageTests {
+    static let format = VideoFormat.packed("RGB", width: 320, height: 240)
+    static let blank = [UInt8](repeating: 0, count: 320 * 240 * 3)
+    static func face(_ x: Double, estimate: RegionOfInterest.Estimate? = nil) -> RegionOfInterest {
+        RegionOfInterest(label: "face", labelId: 0, x: x, y: 50, width: 40, height: 40, confidence: 0.9, estimate: estimate)
+    }
+
+    @Test func heldBoxesMoveAndMissedTracksArePredicted() throws {
+        let driver = try StageDriver(TrackStage.self)
+        try driver.start(Self.format)
+        var last = RegionOfInterest(label: "", x: 0, y: 0, width: 0, height: 0)
+        for n in 0..<12 {   // the detector every 2nd frame, the face moving 4 px a frame
+            let measured = n % 2 == 0
+            let x = measured ? 20 + 4 * Double(n) : 20 + 4 * Double(n - 1)
+            let out = try #require(driver.push(Self.blank, regions: [Self.face(x, estimate: measured ? nil : .held)]).first)
+            let r = try #require(out.pixels.regions.first)
+            if n >= 4 { #expect(r.objectId == 1, "frame \(n): id \(r.objectId)") }
+            if !measured && n >= 5 {
+                #expect(r.estimate == .predicted && abs(r.x - (20 + 4 * Double(n))) < 2, "frame \(n): held box at \(r.x), \(String(describing: r.estimate))")
+            }
+            if measured { #expect(r.estimate == nil && r.x == x, "a measured box was changed") }
+            last = r
+        }
+        // The detector stops finding it: reported at its predicted place, marked so, same id.
+        for k in 1...3 {
+            let out = try #require(driver.push(Self.blank, regions: []).first)
+            let r = try #require(out.pixels.regions.first, "no predicted region \(k) frames after the last detection")
+            #expect(r.objectId == last.objectId && r.estimate == .predicted && r.x > last.x)
+        }
+        #expect(driver.stage.summary?.contains("1 ids given") == true, "\(driver.stage.summary ?? "")")
+    }
+
+    @Test func badSettingsAreNamed() {
+        #expect(throws: StageError("property low-score=0.8 is above high-score=0.5")) {
+            _ = try StageDriver(TrackStage.self, settings: ["low-score": .double(0.8)])
+        }
+    }
+}
