@@ -112,3 +112,16 @@ import Testing
         #expect(exposed.isEmpty, "face B kept its detail on frames \(exposed)")
     }
 }
+
+extension TrackBlurTests {
+    /// Pipelines/blur-faces.pipeline on the crossing clip: every frame out, the faces hidden.
+    @Test func blurFacesPipelineWritesEveryFrame() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = try Self.crossingClip(in: dir), out = dir.appendingPathComponent("private.mp4").path
+        let run = try CLI.run(["run", "blur-faces", "INPUT=\(clip)", "OUTPUT=\(out)", "INTERVAL=2"], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(countFrames(out) == Self.frames)
+        #expect(run.stderr.contains("regions hidden") && run.stderr.contains("2 ids given"), "\(run.stderr)")
+    }
+}
