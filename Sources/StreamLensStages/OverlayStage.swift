@@ -29,6 +29,7 @@ public final class OverlayStage: Stage {
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["l"], .toggle(property: "labels"), help: "labels on or off"),
+            KeyBinding(["z"], .toggle(property: "zones"), help: "zones (lenszone's lines and areas) on or off"),
         ])
 
     /// The property table, decoded once (at start and on each live change).

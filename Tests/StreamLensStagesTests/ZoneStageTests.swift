@@ -112,18 +112,18 @@ import Testing
         }
     }
 
-    /// lensoverlay draws the zones a frame carries (and not with zones=false).
+    /// lensoverlay draws the zones a frame carries, until zones=false (live, key z).
     @Test func overlayDrawsZones() throws {
         let zone = ZoneReading(name: "mid", kind: "line", points: [[160, 240], [160, 0]], counts: ["in": 1, "out": 0])
         let carrier = MemoryPixels(bytes: [])
         carrier.addZones([zone])
-        func drawn(_ settings: [String: PropertyValue]) throws -> MemoryPixels {
-            let driver = try StageDriver(OverlayStage.self, settings: settings)
-            try driver.start(.packed("BGRx", width: Self.w, height: Self.h))
-            return try #require(driver.push(Self.frame, records: carrier.records).first?.pixels)
-        }
+        let driver = try StageDriver(OverlayStage.self)
+        try driver.start(.packed("BGRx", width: Self.w, height: Self.h))
+        func drawn() throws -> MemoryPixels { try #require(driver.push(Self.frame, records: carrier.records).first?.pixels) }
         func pixel(_ p: MemoryPixels, _ x: Int, _ y: Int) -> [UInt8] { Array(p.bytes[(y * Self.w + x) * 4..<(y * Self.w + x) * 4 + 3]) }
-        let on = try drawn([:]), off = try drawn(["zones": .bool(false)])
+        let on = try drawn()
+        try driver.change(["zones": .bool(false)])
+        let off = try drawn()
         #expect(pixel(on, 160, 120) != [0, 0, 0] && pixel(on, 100, 120) == [0, 0, 0] && pixel(on, 220, 120) == [0, 0, 0], "the line")
         // The label by its first point (the bottom end), kept inside the frame.
         func lit(_ p: MemoryPixels, _ xs: Range<Int>, _ ys: Range<Int>) -> Int {
