@@ -62,6 +62,24 @@ public final class FrameCanvas {
         }
     }
 
+    /// Straight lines through `points` (x, y), joined to the first again when `closed` (a
+    /// polygon's outline); nothing for fewer than two points.
+    public func polyline(_ points: [(x: Double, y: Double)], closed: Bool, color: (Double, Double, Double), thickness: Double) {
+        guard points.count >= 2 else { return }
+        let t = max(1, thickness)
+        let xs = points.map(\.x), ys = points.map(\.y)
+        let x0 = xs.min()! - t, y0 = ys.min()! - t
+        draw(x: x0, y: y0, width: xs.max()! + t - x0, height: ys.max()! + t - y0) { cr in
+            cairo_set_source_rgb(cr, color.0, color.1, color.2)
+            cairo_set_line_width(cr, t)
+            cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+            cairo_move_to(cr, points[0].x, points[0].y)
+            for p in points.dropFirst() { cairo_line_to(cr, p.x, p.y) }
+            if closed { cairo_close_path(cr) }
+            cairo_stroke(cr)
+        }
+    }
+
     /// A filled disc (a keypoint).
     public func dot(x: Double, y: Double, radius: Double, color: (Double, Double, Double)) {
         let r = max(1, radius)

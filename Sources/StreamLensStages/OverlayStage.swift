@@ -2,7 +2,8 @@ import Foundation
 import StreamLensCore
 
 /// `lensoverlay`: draws whatever regions of interest reach it — boxes, labels with scores,
-/// object ids, keypoints, attributes — after any producer of regions (lensdetect draw=false, a
+/// object ids, keypoints, attributes — and the zones frames carry (lenszone's lines and areas
+/// with their counts, under the boxes), after any producer of regions (lensdetect draw=false, a
 /// tracker, an application's own stage, a GStreamer element that adds the meta). The frame
 /// goes on unchanged but for the drawing.
 ///
@@ -10,7 +11,7 @@ import StreamLensCore
 public final class OverlayStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensoverlay",
-        summary: "Draw the regions of interest on the frames: boxes, labels and scores, object ids, keypoints, attributes",
+        summary: "Draw the regions of interest on the frames: boxes, labels and scores, object ids, keypoints, attributes; and lenszone's zones",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensoverlay ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
         properties: [
@@ -20,24 +21,29 @@ public final class OverlayStage: Stage {
             PropertySpec("labels", .bool, default: .bool(true), live: true, help: "draw each region's label, object id and score"),
             PropertySpec("keypoints", .bool, default: .bool(true), live: true, help: "draw each region's keypoints"),
             PropertySpec("attributes", .bool, default: .bool(true), live: true, help: "draw each region's attributes under its box"),
+            PropertySpec("zones", .bool, default: .bool(true), live: true,
+                         help: "draw the zones frames carry (lenszone's lines and areas, with their names and counts)"),
             PropertySpec("overlay", .bool, default: .bool(false), live: true,
                          help: "draw the frame rate and (live sources) the frame's latency in the top-left corner"),
         ],
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["l"], .toggle(property: "labels"), help: "labels on or off"),
+            KeyBinding(["z"], .toggle(property: "zones"), help: "zones (lenszone's lines and areas) on or off"),
         ])
 
     /// The property table, decoded once (at start and on each live change).
     struct Settings {
         var painter: RegionPainter
         var corner: Bool
+        var zones: Bool
 
         init(_ settings: StageSettings) throws {
             let coloring = try RegionPainter.coloring(property: settings.string("color"))
             painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), labels: settings.bool("labels"),
                                     keypoints: settings.bool("keypoints"), attributes: settings.bool("attributes"))
             corner = settings.bool("overlay")
+            zones = settings.bool("zones")
         }
     }
 
@@ -52,7 +58,7 @@ public final class OverlayStage: Stage {
     public func process(_ frame: Frame) -> FrameOutcome {
         frameRate.frameArrived()
         let corner = settings.corner ? frameRate.cornerText(age: frame.ageOnArrival) : nil
-        settings.painter.paint(frame.pixels.regionsOfInterest(), on: frame, corner: corner)
+        settings.painter.paint(frame.pixels.regionsOfInterest(), zones: settings.zones ? frame.pixels.zones() : [], on: frame, corner: corner)
         return .forward
     }
 

@@ -67,13 +67,27 @@ struct RegionPainter {
         return text
     }
 
-    /// Draws on the frame (a writable map); nothing when there is nothing to draw.
-    func paint(_ regions: [RegionOfInterest], on frame: Frame, corner: String? = nil) {
-        guard !regions.isEmpty || corner != nil else { return }
+    /// Zones (lenszone's) are drawn in these colours, lines and areas apart, whatever `coloring`
+    /// says (that is the boxes').
+    static let lineColor = (1.0, 0.85, 0.0), areaColor = (0.0, 0.9, 1.0)
+
+    /// Draws on the frame (a writable map); nothing when there is nothing to draw. `zones`
+    /// (lenszone's, from the frame) go under the boxes: each line or polygon outline, and its
+    /// name and counts by its first point.
+    func paint(_ regions: [RegionOfInterest], zones: [ZoneReading] = [], on frame: Frame, corner: String? = nil) {
+        guard !regions.isEmpty || !zones.isEmpty || corner != nil else { return }
         frame.pixels.withMutableBytes { bytes in
             guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
                                            stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }
             let size = max(12, Double(frame.format.height) / 40)
+            for zone in zones {
+                let color = zone.kind == "line" ? Self.lineColor : Self.areaColor
+                let points = zone.points.compactMap { $0.count == 2 ? (x: $0[0], y: $0[1]) : nil }
+                canvas.polyline(points, closed: zone.kind != "line", color: color, thickness: max(2, thickness * 2 / 3))
+                if let first = points.first {
+                    canvas.label(zone.countsText, x: first.x + 4, y: first.y + 4, size: size * 0.9, color: (0, 0, 0), background: color)
+                }
+            }
             if let corner { canvas.label(corner, x: 4, y: 4, size: size, color: (1, 1, 1), background: (0, 0, 0)) }
             for region in regions {
                 let color = color(of: region)

@@ -51,12 +51,14 @@ public final class StageDriver<S: Stage> {
     }
 
     /// One frame: the frames that left the stage after it, in order (none while it waits for a
-    /// request in flight, several when earlier ones finished).
+    /// request in flight, several when earlier ones finished). `records`: the frame records
+    /// (events, zones) stages before this one left on it, as `MemoryPixels.records`.
     @discardableResult
-    public func push(_ bytes: [UInt8], regions: [RegionOfInterest] = []) -> [Delivered] {
+    public func push(_ bytes: [UInt8], regions: [RegionOfInterest] = [], records: [String: String] = [:]) -> [Delivered] {
         guard let format else { preconditionFailure("StageDriver.start(format) before the first frame") }
         precondition(bytes.count >= format.size, "a frame of \(bytes.count) bytes for \(format) (\(format.size) bytes)")
         let pixels = MemoryPixels(bytes: bytes, regions: regions)
+        pixels.records = records
         let index = nextIndex
         nextIndex += 1
         let frame = Frame(format: format, pts: pts, duration: format.frameDurationNanoseconds, index: index, pixels: pixels)

@@ -37,4 +37,22 @@ import Testing
         #expect(lines[0] == #"{"detections":[{"attributes":{"colour":"red"},"height":20,"keypoints":[[20,20]],"label":"car","label_id":2,"object_id":7,"score":0.5,"width":30,"x":10,"y":12}],"frame":0,"height":48,"schema_version":3,"time":0,"width":64}"#, "\(lines[0])")
         #expect(lines[1].contains(#""detections":[]"#) && lines[1].contains(#""frame":1"#))
     }
+
+    /// Version 3: a region's estimate, and the frame's events and zones (lenszone's) when it has any.
+    @Test func metadataWritesEstimatesEventsAndZones() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("streamlens-meta3-\(getpid()).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let driver = try StageDriver(MetadataStage.self, settings: ["location": .string(path)])
+        try driver.start(.packed("RGB", width: Self.w, height: Self.h))
+        let carrier = MemoryPixels(bytes: [])
+        carrier.addEvents([FrameEvent(type: "crossed", zone: "door", objectId: 7, label: "car", direction: "in", time: 0)])
+        carrier.addZones([ZoneReading(name: "door", kind: "line", points: [[1, 2], [3, 4]], counts: ["in": 1, "out": 0])])
+        var predicted = Self.region
+        predicted.estimate = .predicted
+        _ = driver.push([UInt8](repeating: 1, count: Self.w * Self.h * 3), regions: [predicted], records: carrier.records)
+        let line = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? ""
+        #expect(line.contains(#""estimate":"predicted""#), "\(line)")
+        #expect(line.contains(#""events":[{"direction":"in","label":"car","object_id":7,"time":0,"type":"crossed","zone":"door"}]"#), "\(line)")
+        #expect(line.contains(#""zones":[{"counts":{"in":1,"out":0},"kind":"line","name":"door","points":[[1,2],[3,4]]}]"#), "\(line)")
+    }
 }
