@@ -40,3 +40,10 @@ void sl_stage_post_event(GstElement *stage, const char *type, const char *zone, 
     if (dwell >= 0) gst_structure_set(s, "dwell", G_TYPE_DOUBLE, dwell, NULL);
     gst_element_post_message(stage, gst_message_new_element(GST_OBJECT(stage), s));
 }
+
+const char *sl_message_parse_event(GstMessage *message) {
+    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_ELEMENT) return NULL;
+    const GstStructure *s = gst_message_get_structure(message);
+    if (!s || !gst_structure_has_name(s, "streamlens-event")) return NULL;
+    return gst_structure_get_string(s, "json");
+}

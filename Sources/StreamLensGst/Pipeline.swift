@@ -201,6 +201,15 @@ public final class Pipeline {
     /// Keeps a stage's report (caps, stats) and prints it as the options say; other element
     /// messages are ignored.
     func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
+        // A stage's event (lenszone's crossings): said with -v, as "lenszone0: crossed mid in (face #3 at 1.56 s)".
+        if let json = sl_message_parse_event(message) {
+            guard options.verbose, let e = FrameRecords.decode(FrameEvent.self, String(cString: json)) else { return }
+            var what = "\(e.type) \(e.zone)" + (e.direction.map { " \($0)" } ?? "")
+            what += " (\(e.label.isEmpty ? "object" : e.label) #\(e.objectId)" + (e.time.map { String(format: " at %.2f s", $0) } ?? "")
+            what += (e.dwell.map { String(format: ", %.2f s inside", $0) } ?? "") + ")"
+            log("\(sourceName(message)): \(what)")
+            return
+        }
         var kind: UnsafePointer<CChar>?, text: UnsafePointer<CChar>?
         guard sl_message_parse_info(message, &kind, &text) != 0, let kind, let text else { return }
         let (k, t) = (String(cString: kind), String(cString: text))

@@ -29,9 +29,12 @@ import Testing
         // centre passes through "pass" (x 200…300) between about 0.84 s and 1.44 s, and ends in "right".
         let zones = "lines=mid:320,360,320,0 areas=\"pass:200,0,300,0,300,360,200,360;right:320,0,640,0,640,360,320,360\""
         let spec = "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect model=Models/face-full-range.json threshold=0.5 draw=false ! lenstrack ! lenszone \(zones) ! lensoverlay ! lensmetadata location=\(jsonl) ! fakesink"
-        let r = try CLI.run(["run", spec], timeout: 120)
+        let r = try CLI.run(["run", "-v", spec], timeout: 120)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("mid in 1 out 0, pass entered 1 left 1 inside 0, right entered 1 left 0 inside 1"), "\(r.stderr)")
+        // The events reached the bus as element messages (the CLI says them with -v).
+        let said = r.stderr.split(separator: "\n").filter { $0.hasPrefix("lenszone0: ") && $0.contains(" (face #") }
+        #expect(said.count == 4 && said.filter { $0.hasPrefix("lenszone0: crossed mid in (face #") }.count == 1, "\(said)")
         let lines = try RegionStagesTests.lines(jsonl)
         #expect(lines.count == 90)
         let events = lines.flatMap { ($0["events"] as? [[String: Any]]) ?? [] }
@@ -72,5 +75,31 @@ import Testing
             let r = try CLI.run(["run", "-q", "videotestsrc num-buffers=2 ! \(stage) ! fakesink"], timeout: 30)
             #expect(r.status == 1 && r.stderr.contains(message), "\(stage): \(r.stderr)")
         }
+    }
+}
+
+extension ZoneStagesTests {
+    /// A face that stays in an area: entered once, inside, its dwell growing with the frames'
+    /// times (60 frames at 30 fps: ~2 s by the last frame, from its confirmation on).
+    @Test func aFaceThatStaysInAnAreaAccumulatesDwell() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let jsonl = dir.appendingPathComponent("stay.jsonl").path
+        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/astronaut.png").path
+        let spec = "filesrc location=\(photo) ! pngdec ! imagefreeze num-buffers=60 ! video/x-raw,framerate=30/1 ! videoconvert ! video/x-raw,format=BGRx " +
+            "! lensdetect draw=false ! lenstrack ! lenszone areas=\"seat:0,0,512,0,512,512,0,512\" ! lensmetadata location=\(jsonl) ! fakesink"
+        let r = try CLI.run(["run", spec], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = try RegionStagesTests.lines(jsonl)
+        try #require(lines.count == 60)
+        let events = lines.flatMap { ($0["events"] as? [[String: Any]]) ?? [] }
+        #expect(events.count == 1 && events.first?["type"] as? String == "entered", "\(events)")
+        let zone = try #require((lines.last?["zones"] as? [[String: Any]])?.first)
+        #expect(zone["counts"] as? [String: Int] == ["entered": 1, "left": 0, "inside": 1], "\(zone)")
+        let dwell = try #require((zone["dwell"] as? [String: Double])?.values.first)
+        #expect(abs(dwell - 57.0 / 30) < 0.1, "dwell \(dwell) s after 57 frames inside")
+        // It grew frame by frame.
+        let dwells = lines.compactMap { (($0["zones"] as? [[String: Any]])?.first?["dwell"] as? [String: Double])?.values.first }
+        #expect(dwells.count >= 55 && zip(dwells, dwells.dropFirst()).allSatisfy { $1 > $0 }, "\(dwells)")
     }
 }

@@ -76,6 +76,8 @@ void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
 // dwell (seconds, when >= 0) and json (the event as lensmetadata writes it).
 void sl_stage_post_event(GstElement *stage, const char *type, const char *zone, const char *label, gint object_id,
                          const char *direction, double time, double dwell, const char *json);
+// The json field of a "streamlens-event" element message (owned by the message); NULL otherwise.
+const char *sl_message_parse_event(GstMessage *message);
 // A warning from the stage (the pipeline goes on).
 void sl_stage_post_warning(GstElement *stage, const char *message);
 // Reads such a message; returns FALSE for any other message. Strings stay owned by message.
