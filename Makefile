@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-track bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -72,6 +72,12 @@ test-tsan: setup
 # Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
 bench-bridge: build
 	bench/bridge.sh $(BIN_RELEASE)
+
+# lenstrack alone with 1, 10, 100 synthetic objects (tracker-bench), and detect → track → blur
+# on the 720p face clip against detection alone, into fakesink (bench/track.sh; RUNS=3).
+bench-track: build
+	$(SWIFT) build -c release --product tracker-bench
+	bench/track.sh $(BIN_RELEASE) $$($(SWIFT) build -c release --show-bin-path)/tracker-bench
 
 # lensdetect (face boxes) versus the bare bridge, a Python peer and OpenCV's Haar facedetect, on a
 # 720p face clip, ending in x264enc and in fakesink (bench/detect.sh; RUNS=3 by default).

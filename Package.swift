@@ -66,6 +66,9 @@ let package = Package(
             dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"],
             path: "examples/FaceBlur"),
 
+        // Benchmarks that need code of their own (bench/track.sh runs it).
+        .executableTarget(name: "tracker-bench", dependencies: ["StreamLensCore"], path: "bench/TrackerBench"),
+
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore"]),

@@ -37,26 +37,25 @@ public enum RegionMasking {
         case .fill:
             for y in rect.y0..<rect.y1 {
                 var p = base + y * stride + rect.x0 * bpp
-                for _ in rect.x0..<rect.x1 {
-                    for c in 0..<min(bpp, 3) { p[c] = color[c] }
-                    p += bpp
-                }
+                let (c0, c1, c2) = (color[0], color[1], color[2])
+                for _ in rect.x0..<rect.x1 { p[0] = c0; p[1] = c1; p[2] = c2; p += bpp }
             }
         case .pixelate:
-            var sum = [Int](repeating: 0, count: bpp)
+            // Colour channels only (the fourth byte of x/A formats is left as it is).
             for by in Swift.stride(from: rect.y0, to: rect.y1, by: size) {
                 let ey = min(by + size, rect.y1)
                 for bx in Swift.stride(from: rect.x0, to: rect.x1, by: size) {
                     let ex = min(bx + size, rect.x1)
-                    for c in 0..<bpp { sum[c] = 0 }
+                    var s0 = 0, s1 = 0, s2 = 0
                     for y in by..<ey {
                         var p = base + y * stride + bx * bpp
-                        for _ in bx..<ex { for c in 0..<bpp { sum[c] += Int(p[c]) }; p += bpp }
+                        for _ in bx..<ex { s0 += Int(p[0]); s1 += Int(p[1]); s2 += Int(p[2]); p += bpp }
                     }
                     let n = (ex - bx) * (ey - by)
+                    let (c0, c1, c2) = (UInt8(s0 / n), UInt8(s1 / n), UInt8(s2 / n))
                     for y in by..<ey {
                         var p = base + y * stride + bx * bpp
-                        for _ in bx..<ex { for c in 0..<min(bpp, 3) { p[c] = UInt8(sum[c] / n) }; p += bpp }
+                        for _ in bx..<ex { p[0] = c0; p[1] = c1; p[2] = c2; p += bpp }
                     }
                 }
             }
