@@ -23,6 +23,7 @@ typedef struct {
     GList *pending_tags;      // guarded by lock
     gboolean has_pending_tags; // atomic
     gint end_requested;       // atomic: an EOS was sent to the stage from outside (Ctrl-C)
+    guint reading_set;        // 1 + the index of a reading (read-only property) someone tried to set; 0 none
 } SLStage;
 
 // stage_restart.c: whether another stage is upstream of this one (its output feeds this one).

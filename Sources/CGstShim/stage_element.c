@@ -31,6 +31,10 @@ static void sl_set_property(GObject *object, guint id, const GValue *value, GPar
     SLStage *self = (SLStage *)object;
     guint index = id - 1;
     if (index >= self->n_values) { G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); return; }
+    // A reading is the stage's to publish. It is declared writable so that a spec setting it
+    // (`lenszone counts=5`) reaches here instead of a GLib critical that gst_parse ignores; the
+    // stage then refuses to start, naming it (sl_change_state).
+    if (sl_class_of(object)->data->info.props[index].read_only) { self->reading_set = index + 1; return; }
     pthread_mutex_lock(&self->lock);
     g_value_copy(value, &self->values[index]);
     gboolean notify = self->context != NULL;
@@ -71,6 +75,14 @@ static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange 
     if (ret == GST_STATE_CHANGE_FAILURE) return ret;
     switch (transition) {
     case GST_STATE_CHANGE_READY_TO_PAUSED:
+        if (self->reading_set) {
+            char *text = g_strdup_printf("property %s is a reading the stage publishes (get %s %s on the control channel); it cannot be set",
+                                         sl_class_of(element)->data->info.props[self->reading_set - 1].name, GST_OBJECT_NAME(element),
+                                         sl_class_of(element)->data->info.props[self->reading_set - 1].name);
+            sl_stage_post_error(element, text, NULL);
+            g_free(text);
+            return GST_STATE_CHANGE_FAILURE;
+        }
         if (sl_callbacks.start && !sl_callbacks.start(element, sl_class_of(element)->data->info.type_id))
             return GST_STATE_CHANGE_FAILURE;
         break;
@@ -169,8 +181,8 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
 
     for (guint i = 0; i < data->info.n_props; i++) {
         const SLPropSpec *p = &data->info.props[i];
-        GParamFlags flags = p->read_only ? (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS) : (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY));
+        GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+            (p->mutable_playing ? GST_PARAM_MUTABLE_PLAYING : GST_PARAM_MUTABLE_READY);
         GParamSpec *spec = NULL;
         switch (p->kind) {
         case SL_PROP_BOOL: spec = g_param_spec_boolean(p->name, p->name, p->blurb, p->default_number != 0, flags); break;

@@ -224,6 +224,7 @@ final class ControlChannel: @unchecked Sendable {
                     }
                     guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set") }
                     if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
+                        guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set") }
                         guard spec.live else {
                             let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
                             throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))")
