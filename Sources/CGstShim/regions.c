@@ -18,8 +18,13 @@ static GstVideoRegionOfInterestMeta *sl_region_at(GstBuffer *buffer, guint index
 static guint sl_pixel(double v) { return v <= 0 || !isfinite(v) ? 0 : (guint)lround(v); }
 
 // The meta's rectangle (whole pixels) and parameter structures from `region`.
+static gboolean sl_is_classification(const GstStructure *s) {
+    return gst_structure_has_field_typed(s, "attribute_name", G_TYPE_STRING) && gst_structure_has_field_typed(s, "label", G_TYPE_STRING)
+        && !gst_structure_has_name(s, "landmarks");
+}
+
 static void sl_region_fill(GstVideoRegionOfInterestMeta *meta, guint frame_width, guint frame_height, const SLRegion *region,
-                           const double *keypoints, const char *const *names, const char *const *values) {
+                           const double *keypoints, const char *const *names, const char *const *values, const SLRegionResults *results) {
     meta->roi_type = g_quark_from_string(region->label);
     guint x = sl_pixel(region->x), y = sl_pixel(region->y);
     meta->x = x; meta->y = y;
@@ -60,10 +65,33 @@ static void sl_region_fill(GstVideoRegionOfInterestMeta *meta, guint frame_width
             gst_structure_set(s, names[i], G_TYPE_STRING, values[i], NULL);
         gst_video_region_of_interest_meta_add_param(meta, s);
     }
+    if (!results) return;
+    for (guint i = 0; i < results->classification_count; i++) {
+        GstStructure *s = gst_structure_new(results->classification_names[i], "attribute_name", G_TYPE_STRING, results->classification_names[i],
+                                            "label", G_TYPE_STRING, results->classification_labels[i], "label_id", G_TYPE_INT, results->classification_ids[i],
+                                            "confidence", G_TYPE_DOUBLE, results->classification_confidences[i], NULL);
+        gst_video_region_of_interest_meta_add_param(meta, s);
+    }
+    if (results->landmark_count > 0 && results->landmarks && (results->landmark_dims == 2 || results->landmark_dims == 3)) {
+        GValue points = G_VALUE_INIT, v = G_VALUE_INIT;
+        g_value_init(&points, GST_TYPE_ARRAY);
+        g_value_init(&v, G_TYPE_DOUBLE);
+        guint d = results->landmark_dims;
+        for (guint i = 0; i < results->landmark_count * d; i++) {
+            g_value_set_double(&v, results->landmarks[i] / (i % d == 1 ? h : w));
+            gst_value_array_append_value(&points, &v);
+        }
+        GstStructure *s = gst_structure_new("landmarks", "attribute_name", G_TYPE_STRING, results->landmark_name ? results->landmark_name : "landmarks",
+                                            "dimensions", G_TYPE_INT, (gint)d, NULL);
+        gst_structure_take_value(s, "points", &points);
+        g_value_unset(&v);
+        if (results->landmark_presence >= 0) gst_structure_set(s, "presence", G_TYPE_DOUBLE, results->landmark_presence, NULL);
+        gst_video_region_of_interest_meta_add_param(meta, s);
+    }
 }
 
 void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_height, const SLRegion *region,
-                          const double *keypoints, const char *const *names, const char *const *values) {
+                          const double *keypoints, const char *const *names, const char *const *values, const SLRegionResults *results) {
     // Ids 0, 1, 2… in the buffer, so bindings can fetch each by id
     // (GstVideo.buffer_get_video_region_of_interest_meta_id in Python).
     gint id = 0;
@@ -72,14 +100,14 @@ void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_heig
     GstVideoRegionOfInterestMeta *meta = gst_buffer_add_video_region_of_interest_meta(buffer, region->label, 0, 0, 0, 0);
     if (!meta) return;
     meta->id = id;
-    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values);
+    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values, results);
 }
 
 gboolean sl_buffer_set_region(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, const SLRegion *region,
-                              const double *keypoints, const char *const *names, const char *const *values) {
+                              const double *keypoints, const char *const *names, const char *const *values, const SLRegionResults *results) {
     GstVideoRegionOfInterestMeta *meta = sl_region_at(buffer, index);
     if (!meta) return FALSE;
-    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values);
+    sl_region_fill(meta, frame_width, frame_height, region, keypoints, names, values, results);
     return TRUE;
 }
 
@@ -119,6 +147,16 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
             if (points && GST_VALUE_HOLDS_ARRAY(points)) r->keypoint_count = gst_value_array_get_size(points) / 2;
             GstStructure *attributes = gst_video_region_of_interest_meta_get_param(roi, "attributes");
             if (attributes) r->attribute_count = (guint)gst_structure_n_fields(attributes);
+            r->landmark_presence = -1;
+            for (GList *l = roi->params; l; l = l->next) if (sl_is_classification(l->data)) r->classification_count++;
+            GstStructure *landmarks = gst_video_region_of_interest_meta_get_param(roi, "landmarks");
+            const GValue *lp = landmarks ? gst_structure_get_value(landmarks, "points") : NULL;
+            gint dims = 0;
+            if (lp && GST_VALUE_HOLDS_ARRAY(lp) && gst_structure_get_int(landmarks, "dimensions", &dims) && (dims == 2 || dims == 3)) {
+                r->landmark_dims = (guint)dims;
+                r->landmark_count = gst_value_array_get_size(lp) / (guint)dims;
+                gst_structure_get_double(landmarks, "presence", &r->landmark_presence);
+            }
         }
         n++;
     }
@@ -137,6 +175,42 @@ guint sl_region_keypoints(const SLRegion *region, guint frame_width, guint frame
         xy[2 * filled] = g_value_get_double(x) * frame_width;
         xy[2 * filled + 1] = g_value_get_double(y) * frame_height;
         filled++;
+    }
+    return filled;
+}
+
+gboolean sl_region_classification(const SLRegion *region, guint n, const char **name, const char **label, gint *label_id, double *confidence) {
+    GstVideoRegionOfInterestMeta *roi = region->meta;
+    guint i = 0;
+    for (GList *l = roi ? roi->params : NULL; l; l = l->next) {
+        GstStructure *s = l->data;
+        if (!sl_is_classification(s) || i++ != n) continue;
+        *name = gst_structure_get_string(s, "attribute_name");
+        *label = gst_structure_get_string(s, "label");
+        *label_id = -1; *confidence = 0;
+        gst_structure_get_int(s, "label_id", label_id);
+        gst_structure_get_double(s, "confidence", confidence);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+guint sl_region_landmarks(const SLRegion *region, guint frame_width, guint frame_height, double *values, guint max, const char **name) {
+    GstVideoRegionOfInterestMeta *roi = region->meta;
+    GstStructure *landmarks = roi ? gst_video_region_of_interest_meta_get_param(roi, "landmarks") : NULL;
+    const GValue *points = landmarks ? gst_structure_get_value(landmarks, "points") : NULL;
+    guint d = region->landmark_dims;
+    if (!points || !GST_VALUE_HOLDS_ARRAY(points) || (d != 2 && d != 3)) return 0;
+    *name = gst_structure_get_string(landmarks, "attribute_name");
+    guint n = gst_value_array_get_size(points) / d, filled = 0;
+    for (guint i = 0; i < n && filled < max; i++) {
+        gboolean ok = TRUE;
+        for (guint k = 0; k < d; k++) {
+            const GValue *v = gst_value_array_get_value(points, i * d + k);
+            if (!G_VALUE_HOLDS_DOUBLE(v)) { ok = FALSE; break; }
+            values[filled * d + k] = g_value_get_double(v) * (k == 1 ? frame_height : frame_width);
+        }
+        if (ok) filled++;
     }
     return filled;
 }

@@ -89,6 +89,40 @@ public struct RegionOfInterest: Sendable, Equatable {
     public var attributes: [String: String]
     /// nil when the box was measured on this frame; otherwise how it was estimated.
     public var estimate: Estimate?
+    /// What classifiers run on the region said (lensclassify), one per model, in order.
+    public var classifications: [Classification] = []
+    /// Points a landmark model found on the region (lensclassify), frame pixels.
+    public var landmarks: Landmarks?
+
+    /// One classifier's answer on a region (DL Streamer writes the same three fields in one
+    /// structure per classification).
+    public struct Classification: Sendable, Equatable, Codable {
+        /// What was classified ("emotion"): the structure's name on the meta.
+        public var name: String
+        public var label: String
+        public var labelId: Int
+        public var confidence: Double
+        public init(name: String, label: String, labelId: Int, confidence: Double) {
+            self.name = name; self.label = label; self.labelId = labelId; self.confidence = confidence
+        }
+        enum CodingKeys: String, CodingKey {
+            case name, label, confidence
+            case labelId = "label_id"
+        }
+    }
+
+    /// A landmark model's points on a region: x, y in frame pixels (and z, when the model gives
+    /// depth, in the same pixel scale as x), in the model's output order.
+    public struct Landmarks: Sendable, Equatable, Codable {
+        public var name: String
+        /// [x, y] or [x, y, z] each.
+        public var points: [[Double]]
+        /// The model's confidence that the object is there (face mesh's face flag), 0…1.
+        public var presence: Double?
+        public init(name: String, points: [[Double]], presence: Double? = nil) {
+            self.name = name; self.points = points; self.presence = presence
+        }
+    }
 
     /// A box not measured on its frame.
     public enum Estimate: String, Sendable, Equatable, Codable {

@@ -431,25 +431,55 @@ final class SamplePixels: FramePixels {
 
     func addRegionOfInterest(_ region: RegionOfInterest) {
         makeBufferWritable()
-        Self.withCRegion(region) { r, keypoints, names, values in
-            sl_buffer_add_region(gst_sample_get_buffer(sample), guint(frameSize.width), guint(frameSize.height), r, keypoints, names, values)
+        Self.withCRegion(region) { r, keypoints, names, values, results in
+            sl_buffer_add_region(gst_sample_get_buffer(sample), guint(frameSize.width), guint(frameSize.height), r, keypoints, names, values, results)
         }
     }
 
     func updateRegionOfInterest(_ region: RegionOfInterest, at index: Int) -> Bool {
         guard index >= 0 else { return false }
         makeBufferWritable()
-        return Self.withCRegion(region) { r, keypoints, names, values in
+        return Self.withCRegion(region) { r, keypoints, names, values, results in
             sl_buffer_set_region(gst_sample_get_buffer(sample), guint(index), guint(frameSize.width), guint(frameSize.height),
-                                 r, keypoints, names, values) != 0
+                                 r, keypoints, names, values, results) != 0
         }
     }
 
     /// The region as the C fence takes it: the struct, its keypoints as x, y pairs, its
-    /// attributes as two arrays of C strings (sorted by name, so the meta is the same every run).
+    /// attributes as two arrays of C strings (sorted by name, so the meta is the same every run),
+    /// and what second models found (classifications, landmarks).
     private static func withCRegion<R>(_ region: RegionOfInterest,
                                        _ body: (UnsafePointer<SLRegion>, UnsafePointer<Double>?, UnsafePointer<UnsafePointer<CChar>?>?,
-                                                UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+                                                UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<SLRegionResults>?) -> R) -> R {
+        withCResults(region) { results in withCRegionOnly(region) { body($0, $1, $2, $3, results) } }
+    }
+
+    private static func withCResults<R>(_ region: RegionOfInterest, _ body: (UnsafePointer<SLRegionResults>?) -> R) -> R {
+        guard !region.classifications.isEmpty || region.landmarks != nil else { return body(nil) }
+        let c = region.classifications
+        let names = c.map { strdup(RegionOfInterest.attributeName($0.name)) }, labels = c.map { strdup($0.label) }
+        let landmarkName = strdup(region.landmarks?.name ?? "landmarks")
+        defer { (names + labels + [landmarkName]).forEach { free($0) } }
+        let ids = c.map { gint(clamping: $0.labelId) }, confidences = c.map(\.confidence)
+        let dims = region.landmarks?.points.first?.count ?? 0
+        let points = (region.landmarks?.points ?? []).filter { $0.count == dims }
+        let flat = points.flatMap { $0 }
+        let cNames = names.map { UnsafePointer($0) }, cLabels = labels.map { UnsafePointer($0) }
+        return cNames.withUnsafeBufferPointer { n in cLabels.withUnsafeBufferPointer { l in ids.withUnsafeBufferPointer { i in
+            confidences.withUnsafeBufferPointer { cf in flat.withUnsafeBufferPointer { p in
+                var results = SLRegionResults(classification_count: guint(c.count), classification_names: n.baseAddress,
+                                              classification_labels: l.baseAddress, classification_ids: i.baseAddress,
+                                              classification_confidences: cf.baseAddress, landmark_count: guint(points.count),
+                                              landmark_dims: guint(dims), landmarks: p.baseAddress, landmark_name: UnsafePointer(landmarkName),
+                                              landmark_presence: region.landmarks?.presence ?? -1)
+                return withUnsafePointer(to: &results) { body($0) }
+            } }
+        } } }
+    }
+
+    private static func withCRegionOnly<R>(_ region: RegionOfInterest,
+                                           _ body: (UnsafePointer<SLRegion>, UnsafePointer<Double>?, UnsafePointer<UnsafePointer<CChar>?>?,
+                                                    UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
         var r = SLRegion()
         withUnsafeMutableBytes(of: &r.label) { raw in
             let bytes = Array(region.label.utf8.prefix(raw.count - 1))
@@ -511,9 +541,25 @@ final class SamplePixels: FramePixels {
                 }
             }
             let estimate = withUnsafeBytes(of: &r.estimate) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            return RegionOfInterest(label: label, labelId: Int(r.label_id), x: r.x, y: r.y, width: r.width, height: r.height,
-                                    confidence: r.confidence >= 0 ? r.confidence : nil, objectId: Int(r.object_id),
-                                    keypoints: keypoints, attributes: attributes, estimate: RegionOfInterest.Estimate(rawValue: estimate))
+            var region = RegionOfInterest(label: label, labelId: Int(r.label_id), x: r.x, y: r.y, width: r.width, height: r.height,
+                                          confidence: r.confidence >= 0 ? r.confidence : nil, objectId: Int(r.object_id),
+                                          keypoints: keypoints, attributes: attributes, estimate: RegionOfInterest.Estimate(rawValue: estimate))
+            for n in 0..<r.classification_count {
+                var name: UnsafePointer<CChar>?, label: UnsafePointer<CChar>?, id: gint = -1, confidence = 0.0
+                if sl_region_classification(&r, n, &name, &label, &id, &confidence) != 0, let name, let label {
+                    region.classifications.append(.init(name: String(cString: name), label: String(cString: label), labelId: Int(id), confidence: confidence))
+                }
+            }
+            if r.landmark_count > 0 {
+                let d = Int(r.landmark_dims)
+                var values = [Double](repeating: 0, count: Int(r.landmark_count) * d)
+                var name: UnsafePointer<CChar>?
+                let got = Int(sl_region_landmarks(&r, w, h, &values, r.landmark_count, &name))
+                region.landmarks = .init(name: name.map { String(cString: $0) } ?? "landmarks",
+                                         points: (0..<got).map { Array(values[($0 * d)..<($0 * d + d)]) },
+                                         presence: r.landmark_presence >= 0 ? r.landmark_presence : nil)
+            }
+            return region
         }
     }
 

@@ -77,10 +77,12 @@ public struct FrameLayout: Sendable, Equatable {
         self.width = width; self.height = height; self.pixelFormat = pixelFormat; self.stride = stride
     }
 
-    public static let supportedFormats = ["RGB", "BGR", "RGBx", "BGRx", "RGBA", "BGRA"]
-    var channels: Int { pixelFormat.count == 3 ? 3 : 4 }
+    /// GRAY8: one channel, for second models on grey crops (lensclassify makes them).
+    public static let supportedFormats = ["RGB", "BGR", "RGBx", "BGRx", "RGBA", "BGRA", "GRAY8"]
+    var channels: Int { pixelFormat == "GRAY8" ? 1 : pixelFormat.count == 3 ? 3 : 4 }
     var colorFormat: ov_color_format_e? {
         switch pixelFormat {
+        case "GRAY8": return GRAY
         case "RGB": return RGB
         case "BGR": return BGR
         case "RGBx", "RGBA": return RGBX
@@ -319,7 +321,11 @@ public final class InferenceEngine: @unchecked Sendable {
             try check(ov_preprocess_preprocess_steps_crop(steps, &begin, 4, &end, 4), "ov_preprocess_preprocess_steps_crop")
         }
         try check(ov_preprocess_preprocess_steps_resize(steps, RESIZE_LINEAR), "ov_preprocess_preprocess_steps_resize")
-        try check(ov_preprocess_preprocess_steps_convert_color(steps, input.colorOrder == "BGR" ? BGR : RGB), "ov_preprocess_preprocess_steps_convert_color")
+        if colorFormat == GRAY {
+            guard input.colorOrder == "GRAY" else { throw InferenceError("\(path): grey frames for a model that takes \(input.colorOrder)") }
+        } else {
+            try check(ov_preprocess_preprocess_steps_convert_color(steps, input.colorOrder == "BGR" ? BGR : RGB), "ov_preprocess_preprocess_steps_convert_color")
+        }
         try check(ov_preprocess_preprocess_steps_convert_element_type(steps, F32), "ov_preprocess_preprocess_steps_convert_element_type")
         if input.mean != 0 { try check(ov_preprocess_preprocess_steps_mean(steps, input.mean), "ov_preprocess_preprocess_steps_mean") }
         if input.scale != 1 { try check(ov_preprocess_preprocess_steps_scale(steps, input.scale), "ov_preprocess_preprocess_steps_scale") }
@@ -504,8 +510,9 @@ public final class InferenceEngine: @unchecked Sendable {
         let nchw = input.layout == "NCHW"
         let current = (0..<4).map { (partial.dims[$0].min, partial.dims[$0].max) }
         let channels = current[nchw ? 1 : 3]
-        guard channels.0 != channels.1 || channels.0 == 3 else {
-            throw InferenceError("the model's image input has \(channels.0) channels in \(input.layout) layout; StreamLens feeds 3-channel colour pictures (is the manifest's layout right?)")
+        let wanted: Int64 = input.colorOrder == "GRAY" ? 1 : 3
+        guard channels.0 != channels.1 || channels.0 == wanted else {
+            throw InferenceError("the model's image input has \(channels.0) channels in \(input.layout) layout; the manifest's \(input.colorOrder) gives \(wanted) (is its layout or color_order right?)")
         }
         var dims: [Int64] = (0..<4).map { i in
             switch (i, nchw) {
@@ -513,7 +520,7 @@ public final class InferenceEngine: @unchecked Sendable {
             case (0, _): return current[0].0 == current[0].1 && !resizable ? current[0].0 : 1
             case (2, true), (1, false): return Int64(input.height)
             case (3, true), (2, false): return Int64(input.width)
-            default: return current[i].0 == current[i].1 ? current[i].0 : 3
+            default: return current[i].0 == current[i].1 ? current[i].0 : wanted
             }
         }
         let was = current.map { $0.0 == $0.1 ? String($0.0) : "?" }.joined(separator: ",")

@@ -12,8 +12,8 @@ final class MetadataWriter {
     /// Version 1 had no `schema_version` key and only label, score, x, y, width, height and
     /// keypoints per detection; version 2 adds the frame's size, label_id, object_id and
     /// attributes (and omits score when the producer gave none).
-    /// Version 3 adds each region's `estimate` (held, predicted) and the frame's `events` and
-    /// `zones`.
+    /// Version 3 adds each region's `estimate` (held, predicted), `classifications` and
+    /// `landmarks` and the frame's `events` and `zones`.
     static let schemaVersion = 3
 
     private var writer: FileWriter?
@@ -64,8 +64,10 @@ final class MetadataWriter {
         var objectId: Int
         var attributes: [String: String]?
         var estimate: String?
+        var classifications: [RegionOfInterest.Classification]?
+        var landmarks: RegionOfInterest.Landmarks?
         enum CodingKeys: String, CodingKey {
-            case label, score, x, y, width, height, keypoints, attributes, estimate
+            case label, score, x, y, width, height, keypoints, attributes, estimate, classifications, landmarks
             case labelId = "label_id"
             case objectId = "object_id"
         }
@@ -87,7 +89,18 @@ final class MetadataWriter {
             Region(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
                    x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
                    keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
-                   attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue)
+                   attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue,
+                   classifications: r.classifications.isEmpty ? nil : r.classifications.map { c in
+                       var c = c
+                       c.confidence = (c.confidence * 1e4).rounded() / 1e4
+                       return c
+                   },
+                   landmarks: r.landmarks.map { l in
+                       var l = l
+                       l.points = l.points.map { $0.map(r1) }
+                       l.presence = l.presence.map { ($0 * 1e4).rounded() / 1e4 }
+                       return l
+                   })
         })
         let events = frame.pixels.events(), zones = frame.pixels.zones()
         line.events = events.isEmpty ? nil : events

@@ -97,10 +97,15 @@ struct RegionPainter {
                 }
                 if keypoints {
                     for p in region.keypoints { canvas.dot(x: p.x, y: p.y, radius: max(2, thickness), color: color) }
+                    // A landmark model's points: many and small (468 on a face).
+                    let radius = max(1, min(thickness, region.width / 100))
+                    for p in region.landmarks?.points ?? [] where p.count >= 2 { canvas.dot(x: p[0], y: p[1], radius: radius, color: color) }
                 }
                 if attributes {
                     var y = region.y + region.height + 2
-                    for (name, value) in region.attributes.sorted(by: { $0.key < $1.key }) {
+                    // Classifications first ("emotion: happy 0.93"), then the free-form attributes.
+                    let classes = region.classifications.map { ($0.name, String(format: "%@ %.2f", $0.label, $0.confidence)) }
+                    for (name, value) in classes + region.attributes.sorted(by: { $0.key < $1.key }) {
                         canvas.label("\(name): \(value)", x: region.x, y: y, size: size * 0.8, color: (0, 0, 0), background: color)
                         y += size * 1.05
                     }

@@ -199,17 +199,38 @@ typedef struct {
     gint label_id;       // -1 when unknown
     gint object_id;      // -1 until a tracker assigns one
     char estimate[16];   // "" measured on this frame; "held" or "predicted" otherwise
+    guint classification_count; // classification structures (a second model's classes)
+    guint landmark_count;       // points of the "landmarks" structure, landmark_dims (2, 3) values each
+    guint landmark_dims;
+    double landmark_presence;   // -1 when none
     guint keypoint_count;
     guint attribute_count;
     gpointer meta;       // filled by sl_buffer_get_regions: the meta, for the two readers below
 } SLRegion;
+// What second models found on a region (lensclassify), for sl_buffer_add_region / set_region:
+// one structure per classification, named by its attribute, with DL Streamer's fields label,
+// label_id, confidence (and attribute_name); and a "landmarks" structure: "points" (x, y
+// normalised to the frame, z divided by the frame's width, `dims` values a point), "dimensions",
+// "presence" (when >= 0) and "attribute_name".
+typedef struct {
+    guint classification_count;
+    const char *const *classification_names;
+    const char *const *classification_labels;
+    const gint *classification_ids;
+    const double *classification_confidences;
+    guint landmark_count;
+    guint landmark_dims;
+    const double *landmarks;     // frame pixels, landmark_dims values a point
+    const char *landmark_name;
+    double landmark_presence;
+} SLRegionResults;
 // Adds a region (keypoints: keypoint_count x, y pairs in frame pixels; names/values:
-// attribute_count strings each) for a frame of width x height pixels.
+// attribute_count strings each; results may be NULL) for a frame of width x height pixels.
 void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_height, const SLRegion *region,
-                          const double *keypoints, const char *const *names, const char *const *values);
+                          const double *keypoints, const char *const *names, const char *const *values, const SLRegionResults *results);
 // Replaces region `index` (its rectangle, label and parameters) in place; FALSE when there is none.
 gboolean sl_buffer_set_region(GstBuffer *buffer, guint index, guint frame_width, guint frame_height, const SLRegion *region,
-                              const double *keypoints, const char *const *names, const char *const *values);
+                              const double *keypoints, const char *const *names, const char *const *values, const SLRegionResults *results);
 // Fills up to `max` regions (regions may be NULL with max 0); returns how many the buffer has.
 guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_height, SLRegion *regions, guint max);
 // A region's keypoints (up to `max` pairs, frame pixels) and attribute `n` (strings owned by the
@@ -217,6 +238,10 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
 // the buffer's metas.
 guint sl_region_keypoints(const SLRegion *region, guint frame_width, guint frame_height, double *xy, guint max);
 gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name, const char **value);
+// Classification `n` (strings owned by the meta) and the landmarks (up to `max` points of
+// landmark_dims values, frame pixels; the name owned by the meta) of such a region.
+gboolean sl_region_classification(const SLRegion *region, guint n, const char **name, const char **label, gint *label_id, double *confidence);
+guint sl_region_landmarks(const SLRegion *region, guint frame_width, guint frame_height, double *values, guint max, const char **name);
 
 // Records about the whole frame (a zone's events, its counts), as JSON text in one custom meta
 // "StreamLensFrameMeta" (structure "streamlens-frame", one string field per kind). The buffer

@@ -98,7 +98,7 @@ public enum DecoderRegistry {
 
     /// Every name a manifest may give: the detector families, then `image` (image-to-image
     /// models: the output is a picture, used by lensstylize).
-    public static var names: [String] { detectors.map { $0.decoderName } + [imageDecoderName] }
+    public static var names: [String] { detectors.map { $0.decoderName } + [imageDecoderName] + regionDecoders.map { $0.decoderName } }
 
     public static let imageDecoderName = "image"
 }

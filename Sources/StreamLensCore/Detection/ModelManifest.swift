@@ -30,6 +30,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// Arbitrary-style models only: the network that turns a style image into the vector the
     /// main model takes as its second input.
     public var style: StyleSpec?
+    /// Second models only (decoder classifier, landmarks): how a region becomes the input.
+    public var objectCrop: ObjectCrop?
     /// Detection labels, index = label id (absent for image-to-image models). With
     /// `labels_file`, read from that file by `load`.
     public var labels: [String]
@@ -44,7 +46,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
 
     /// The model's input tensor and the pixel values it expects.
     public struct Input: Sendable, Codable, Equatable {
-        public enum ColorOrder: String, Sendable, Codable, CaseIterable { case rgb = "RGB", bgr = "BGR" }
+        /// GRAY: one channel, 0.299 R + 0.587 G + 0.114 B (OpenCV's weights; second models only).
+        public enum ColorOrder: String, Sendable, Codable, CaseIterable { case rgb = "RGB", bgr = "BGR", gray = "GRAY" }
         public enum Layout: String, Sendable, Codable, CaseIterable { case nhwc = "NHWC", nchw = "NCHW" }
 
         public var width: Int
@@ -104,11 +107,14 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         public enum Parameters: Sendable, Equatable {
             case detector(any DetectionDecoderParameters)
             case image(ImageOutput)
+            /// A second model's, run on regions (lensclassify): a classifier, landmarks.
+            case region(any RegionDecoderParameters)
 
             public static func == (a: Parameters, b: Parameters) -> Bool {
                 switch (a, b) {
                 case let (.detector(x), .detector(y)): return x.isEqual(to: y)
                 case let (.image(x), .image(y)): return x == y
+                case let (.region(x), .region(y)): return x.isEqual(to: y)
                 default: return false
                 }
             }
@@ -118,7 +124,13 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             switch parameters {
             case .detector(let p): return type(of: p).decoderName
             case .image: return DecoderRegistry.imageDecoderName
+            case .region(let p): return type(of: p).decoderName
             }
+        }
+        /// A second model's decoder parameters, when this is one.
+        public var region: (any RegionDecoderParameters)? {
+            if case .region(let p) = parameters { return p }
+            return nil
         }
         /// The detector family's parameters, when this is a detector.
         public var detector: (any DetectionDecoderParameters)? {
@@ -148,6 +160,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
                 parameters = .image(try c.decodeIfPresent(ImageOutput.self, forKey: .parameters) ?? ImageOutput())
             } else if let family = DecoderRegistry.detector(named: name) {
                 parameters = .detector(try family.init(from: try c.superDecoder(forKey: .parameters)))
+            } else if let family = DecoderRegistry.regionDecoder(named: name) {
+                parameters = .region(try family.init(from: try c.superDecoder(forKey: .parameters)))
             } else {
                 throw UnknownDecoder(name: name)
             }
@@ -159,6 +173,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             switch parameters {
             case .detector(let p): try p.encode(to: c.superEncoder(forKey: .parameters))
             case .image(let output): try c.encode(output, forKey: .parameters)
+            case .region(let p): try p.encode(to: c.superEncoder(forKey: .parameters))
             }
         }
     }
@@ -234,6 +249,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         case name, model, input, crop, decoder, style, labels, licence, provenance
         case labelsFile = "labels_file"
         case classThresholds = "class_thresholds"
+        case objectCrop = "object_crop"
     }
 
     public init(from decoder: any Swift.Decoder) throws {
@@ -247,6 +263,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         crop = try c.decodeIfPresent(CropMode.self, forKey: .crop) ?? .letterbox
         self.decoder = try c.decode(DecoderSpec.self, forKey: .decoder)
         style = try c.decodeIfPresent(StyleSpec.self, forKey: .style)
+        objectCrop = try c.decodeIfPresent(ObjectCrop.self, forKey: .objectCrop)
         labels = try c.decodeIfPresent([String].self, forKey: .labels) ?? []
         labelsFile = try c.decodeIfPresent(String.self, forKey: .labelsFile)
         classThresholds = try c.decodeIfPresent([String: Double].self, forKey: .classThresholds) ?? [:]
@@ -330,7 +347,13 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder '\(decoder.name)'") }
         case .image(let output):
             try Self.validate(range: output.valueRange, what: "decoder.parameters.value_range")
+        case .region(let parameters):
+            try parameters.validate(labels: labelsFile == nil ? labels : ["(from labels_file)"])
+            guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder '\(decoder.name)'") }
         }
+        if decoder.region == nil, objectCrop != nil { throw StageError("object_crop belongs to second models (decoders classifier, landmarks), not to decoder '\(decoder.name)'") }
+        try objectCrop?.validate()
+        if input.colorOrder == .gray, decoder.region == nil { throw StageError("input color_order GRAY is for second models (decoders classifier, landmarks)") }
         if let style { try Self.validate(style.input, what: "style.input") }
         if labelsFile != nil, !labels.isEmpty { throw StageError("give labels or labels_file, not both") }
     }

@@ -1,0 +1,93 @@
+import Foundation
+
+/// How a region of a frame becomes a second model's input (a manifest's `object_crop`):
+/// the region's box grown by `scale`, made square or kept to the model's aspect, optionally
+/// turned upright by two of the region's keypoints (MediaPipe's face mesh is trained on faces
+/// with the eyes level: its graph rotates the detection's box by the angle of the eye line).
+///
+/// ```json
+/// "object_crop": { "mode": "square", "scale": 1.5, "rotation_keypoints": [0, 1], "target_angle": 0 }
+/// ```
+public struct ObjectCrop: Sendable, Codable, Equatable {
+    public enum Mode: String, Sendable, Codable, CaseIterable {
+        /// The box's longer side, both ways (MediaPipe's `square_long`).
+        case square
+        /// The box grown to the model input's aspect ratio (nothing of the box is cut).
+        case keepAspect = "keep-aspect"
+        /// The box as it is, stretched to the input.
+        case stretch
+    }
+
+    public var mode: Mode
+    /// Growth of the box (1.5: half as large again, around its centre), after `mode`.
+    public var scale: Double
+    /// Two keypoint indices of the region (from, to): the crop is rotated so that the line
+    /// between them points at `target_angle` degrees (0: to the right). Nil: no rotation.
+    public var rotationKeypoints: [Int]?
+    public var targetAngle: Double
+
+    public init(mode: Mode = .stretch, scale: Double = 1, rotationKeypoints: [Int]? = nil, targetAngle: Double = 0) {
+        self.mode = mode; self.scale = scale; self.rotationKeypoints = rotationKeypoints; self.targetAngle = targetAngle
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case mode, scale
+        case rotationKeypoints = "rotation_keypoints"
+        case targetAngle = "target_angle"
+    }
+
+    public init(from decoder: any Swift.Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        mode = try c.decodeIfPresent(Mode.self, forKey: .mode) ?? .stretch
+        scale = try c.decodeIfPresent(Double.self, forKey: .scale) ?? 1
+        rotationKeypoints = try c.decodeIfPresent([Int].self, forKey: .rotationKeypoints)
+        targetAngle = try c.decodeIfPresent(Double.self, forKey: .targetAngle) ?? 0
+    }
+
+    public func validate() throws {
+        guard scale.isFinite, scale > 0, scale <= 10 else { throw StageError("object_crop.scale \(scale) is not in (0, 10]") }
+        if let k = rotationKeypoints {
+            guard k.count == 2, k.allSatisfy({ $0 >= 0 }), k[0] != k[1] else {
+                throw StageError("object_crop.rotation_keypoints must be two different keypoint indices, got \(k)")
+            }
+        }
+        guard targetAngle.isFinite else { throw StageError("object_crop.target_angle is not a number") }
+    }
+
+    /// Where the crop of `region` lies in the frame, for a model input of `width` × `height`;
+    /// nil when the region has not the keypoints the rotation needs, or no size.
+    public func placement(of region: RegionOfInterest, inputWidth width: Int, inputHeight height: Int) -> Placement? {
+        let box = region.box
+        guard box.width > 0, box.height > 0, box.width.isFinite, box.height.isFinite else { return nil }
+        var rotation = 0.0
+        if let k = rotationKeypoints {
+            guard k.allSatisfy({ $0 < region.keypoints.count }) else { return nil }
+            let (a, b) = (region.keypoints[k[0]], region.keypoints[k[1]])
+            // MediaPipe's: target − atan2(−dy, dx), y pointing down; normalised to −π…π.
+            rotation = targetAngle * .pi / 180 - atan2(-(b.y - a.y), b.x - a.x)
+            rotation -= 2 * .pi * (rotation / (2 * .pi)).rounded()
+        }
+        var (w, h) = (box.width, box.height)
+        switch mode {
+        case .square: (w, h) = (max(w, h), max(w, h))
+        case .keepAspect:
+            let aspect = Double(width) / Double(height)
+            if w / h < aspect { w = h * aspect } else { h = w / aspect }
+        case .stretch: break
+        }
+        return Placement(centerX: box.center.x, centerY: box.center.y, width: w * scale, height: h * scale, rotation: rotation)
+    }
+
+    /// A rectangle of the frame, turned by `rotation` (radians) around its centre: a model
+    /// input's pixel (u, v) of W × H is at `frame(u / W, v / H)`.
+    public struct Placement: Sendable, Equatable {
+        public var centerX, centerY, width, height, rotation: Double
+
+        /// The frame point of a point of the crop given in 0…1 of its width and height.
+        public func frame(_ nx: Double, _ ny: Double) -> Point {
+            let (x, y) = ((nx - 0.5) * width, (ny - 0.5) * height)
+            let (c, s) = (cos(rotation), sin(rotation))
+            return Point(x: centerX + c * x - s * y, y: centerY + s * x + c * y)
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import StreamLensCore
+import StreamLensInference
+
+/// `lensclassify`: a second model on every region that reaches it (DeepStream's secondary
+/// GIE, DL Streamer's gvaclassify): each region (of `labels`, at least `min-size` pixels) is
+/// cropped as the manifest's `object_crop` says — grown, squared, turned upright by two
+/// keypoints for MediaPipe's face mesh —, run through the model (the same asynchronous path as
+/// lensdetect's: `nireq` requests in flight), and decoded by the manifest's decoder:
+/// `classifier` (the best class, its confidence: a classification on the region, DL Streamer's
+/// structure) or `landmarks` (points mapped back to frame pixels). lensmetadata writes them,
+/// lensoverlay draws them.
+///
+///     streamlens run 'filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=2 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensclassify model=Models/face-mesh.json ! lensclassify model=Models/emotion.json ! lensmetadata location=- ! fakesink'
+///
+/// After a tracker (`lenstrack`), `interval=N` runs the model on each object every N-th frame
+/// only and keeps its last result in between (landmarks follow the object's box).
+public final class ClassifyStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensclassify",
+        summary: "Run a second model on every region (landmarks, a classifier) described by a manifest; results on the regions",
+        example: "videotestsrc num-buffers=10 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensclassify model=Models/face-mesh.json ! fakesink",
+        properties: [
+            PropertySpec("model", .string, default: .string("Models/face-mesh.json"),
+                         help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
+            PropertySpec("device", .string, default: .string("CPU"), help: "OpenVINO device: CPU, GPU, NPU or AUTO"),
+            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"),
+                         help: "inference precision, as lensdetect's"),
+            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores)"),
+            PropertySpec("nireq", .int(1...16), default: .int(2), help: "infer requests in flight: crops of a frame overlap"),
+            PropertySpec("cache-dir", .string, default: .string(""), help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+            PropertySpec("labels", .string, default: .string(""), live: true,
+                         help: "run on regions with these labels only, comma-separated (empty: every region)"),
+            PropertySpec("min-size", .int(0...100_000), default: .int(16), live: true,
+                         help: "skip regions whose shorter side is smaller than this, in pixels"),
+            PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
+                         help: "with object ids (a tracker upstream): run on each object every N-th frame, keep its last result in between"),
+        ])
+
+    struct LiveSettings {
+        var labels: Set<String>?
+        var minSize: Double
+        var interval: Int
+        init(_ settings: StageSettings) {
+            let names = settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            labels = names.isEmpty ? nil : Set(names)
+            minSize = Double(settings.int("min-size"))
+            interval = settings.int("interval")
+        }
+    }
+
+    private let manifest: ModelManifest
+    private let manifestPath: String
+    private let modelPath: String
+    private let crop: ObjectCrop
+    private let decoder: any RegionDecoder
+    private let engine: InferenceEngine
+    private let options: InferenceOptions
+    private var live: LiveSettings
+    private var model: ImageModel?
+    private var outputIndices: [Int] = []
+    private var source: CropSampling.Source?
+    private let gray: Bool
+    private var crops: [UInt8] = []
+    private let modelUse: ModelUse
+
+    /// One crop on its way.
+    private struct Job { var region: Int; var placement: ObjectCrop.Placement; var objectId: Int }
+    private let queue = InferenceQueue<Job>()
+    /// Frames waiting for their crops, oldest first: how many crops each sent, the results in.
+    private struct Waiting {
+        var frame: Frame
+        var jobs: Int
+        var done = 0
+        var results: [(region: Int, result: RegionResult, placement: ObjectCrop.Placement)]
+        /// interval: regions that take their object's last result, found when the frame is
+        /// applied (after the frames before it, whose runs give it).
+        var reuse: [(region: Int, objectId: Int, placement: ObjectCrop.Placement)] = []
+    }
+    private var waiting: [Waiting] = []
+    /// interval: the frame each object was last sent from, and its last result.
+    private var lastRun: [Int: Int] = [:]
+    private var lastResult: [Int: (frame: Int, result: RegionResult)] = [:]
+    private var inferenceTimes: [Double] = []
+    private var cropTimes: [Double] = []
+    private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0)
+    private var notices: [StageNotice] = []
+
+    public init(settings: StageSettings) throws {
+        live = LiveSettings(settings)
+        manifestPath = settings.string("model")
+        manifest = try ModelManifest.load(path: manifestPath)
+        guard let parameters = manifest.decoder.region else {
+            throw StageError("\(manifestPath) describes a model with decoder '\(manifest.decoder.name)', not a second model (classifier or landmarks); "
+                             + (manifest.decoder.detector != nil ? "use it with lensdetect" : "use it with lensstylize"))
+        }
+        decoder = parameters.makeDecoder(input: manifest.input, labels: manifest.labels)
+        crop = manifest.objectCrop ?? ObjectCrop()
+        gray = manifest.input.colorOrder == .gray
+        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
+        var options = InferenceOptions()
+        options.device = settings.string("device")
+        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
+        options.threads = settings.int("threads")
+        options.requests = settings.int("nireq")
+        let cache = settings.string("cache-dir")
+        options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
+        self.options = options
+        do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+        modelPath = try manifest.resolve(manifest.model, relativeTo: manifestPath)
+        modelUse = engine.registerModel(modelPath)
+    }
+
+    public func formatChanged(_ format: VideoFormat) throws {
+        source = CropSampling.Source(width: format.width, height: format.height, stride: format.strides[0], pixelFormat: format.pixelFormat)
+        guard model == nil else { return } // the crops are the model's size whatever the frame's
+        let (w, h) = (manifest.input.width, manifest.input.height)
+        let input = ImageInput(width: w, height: h, layout: manifest.input.layout.rawValue, colorOrder: manifest.input.colorOrder.rawValue,
+                               mean: Float(manifest.mean), scale: Float(manifest.scale))
+        let layout = FrameLayout(width: w, height: h, pixelFormat: gray ? "GRAY8" : "RGB", stride: w * (gray ? 1 : 3))
+        do {
+            let model = try engine.loadImageModel(path: modelPath, input: input, frame: layout, region: .whole, options: options,
+                                                  resizable: manifest.input.resizable)
+            outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
+            self.model = model
+        } catch let error as InferenceError {
+            throw StageError("\(manifestPath): \(error.message)")
+        } catch let error as StageError {
+            throw StageError("\(manifestPath): \(error.message)")
+        }
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        guard let model, let source else { return .forward }
+        let regions = frame.pixels.regionsOfInterest()
+        var entry = Waiting(frame: frame, jobs: 0, results: [])
+        for (i, region) in regions.enumerated() {
+            if let labels = live.labels, !labels.contains(region.label) { continue }
+            guard min(region.width, region.height) >= live.minSize else { counts.small += 1; continue }
+            guard let placement = crop.placement(of: region, inputWidth: manifest.input.width, inputHeight: manifest.input.height) else {
+                counts.noKeypoints += 1
+                continue
+            }
+            if live.interval > 1, region.objectId >= 0, let last = lastRun[region.objectId], frame.index - last < live.interval {
+                entry.reuse.append((i, region.objectId, placement))
+                counts.reused += 1
+                continue
+            }
+            if region.objectId >= 0 { lastRun[region.objectId] = frame.index }
+            let start = DispatchTime.now().uptimeNanoseconds
+            frame.pixels.withBytes { bytes in
+                CropSampling.sample(bytes, source, placement: placement, outWidth: manifest.input.width, outHeight: manifest.input.height,
+                                    gray: gray, into: &crops)
+            }
+            record(&cropTimes, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            do {
+                try crops.withUnsafeBytes { try queue.submit(model, pixels: $0, context: Job(region: i, placement: placement, objectId: region.objectId)) }
+            } catch {
+                return .failed(reason: "\(error)")
+            }
+            entry.jobs += 1
+            counts.crops += 1
+        }
+        guard entry.jobs > 0 || !waiting.isEmpty else {
+            apply(entry)
+            return .forward
+        }
+        waiting.append(entry)
+        return .pending
+    }
+
+    public func finishOldest(wait: Bool) -> FrameOutcome? {
+        guard var first = waiting.first else { return .forward }
+        while first.done < first.jobs {
+            guard let (job, outcome) = queue.takeOldest(wait: wait) else {
+                waiting[0] = first
+                return nil
+            }
+            first.done += 1
+            switch outcome {
+            case .outputs(let outputs, let milliseconds):
+                let result = outputIndices.map { outputs[$0] }.withBuffers { decoder.decode($0) }
+                record(&inferenceTimes, milliseconds)
+                first.results.append((job.region, result, job.placement))
+                if job.objectId >= 0 { lastResult[job.objectId] = (first.frame.index, result) }
+            case .failed(let error):
+                // The frame's other crops are still queued: they are taken with the next frames'
+                // (a failed frame's crops answer for nothing).
+                waiting.removeFirst()
+                for _ in first.done..<first.jobs { _ = queue.takeOldest(wait: true) }
+                return .failed(reason: "\(error)")
+            case .notAsked, .serverAway, .lost:
+                break
+            }
+        }
+        waiting.removeFirst()
+        apply(first)
+        if lastResult.count > 4096 {
+            lastResult = lastResult.filter { first.frame.index - $0.value.frame < 1000 }
+            lastRun = lastRun.filter { first.frame.index - $0.value < 1000 }
+        }
+        return .forward
+    }
+
+    /// The results written onto the frame's regions.
+    private func apply(_ entry: Waiting) {
+        var entry = entry
+        for r in entry.reuse { if let last = lastResult[r.objectId] { entry.results.append((r.region, last.result, r.placement)) } }
+        guard !entry.results.isEmpty else { return }
+        var regions = entry.frame.pixels.regionsOfInterest()
+        var changed = Set<Int>()
+        for (i, result, placement) in entry.results where regions.indices.contains(i) {
+            switch result {
+            case .classification(let c):
+                regions[i].classifications.removeAll { $0.name == c.name }
+                regions[i].classifications.append(c)
+            case .landmarks(let name, let points, let presence):
+                guard let points else { counts.absent += 1; continue }
+                regions[i].landmarks = .init(name: name, points: points.map { p in
+                    let f = placement.frame(p[0], p[1])
+                    return p.count > 2 ? [f.x, f.y, p[2] * placement.width] : [f.x, f.y]
+                }, presence: presence)
+            }
+            changed.insert(i)
+        }
+        for i in changed.sorted() { entry.frame.pixels.updateRegionOfInterest(regions[i], at: i) }
+    }
+
+    private func record(_ list: inout [Double], _ value: Double) {
+        list.append(value)
+        if list.count > 4096 { list.removeFirst(2048) }
+    }
+
+    public func settingsChanged(_ settings: StageSettings) { live = LiveSettings(settings) }
+
+    public func takeNotices() -> [StageNotice] {
+        defer { notices = [] }
+        return notices + queue.takeNotices()
+    }
+
+    public var latencyNanoseconds: UInt64 {
+        guard !inferenceTimes.isEmpty else { return 0 }
+        return UInt64(inferenceTimes.sorted()[inferenceTimes.count / 2] * 2e6)
+    }
+
+    public var summary: String? {
+        guard counts.crops + counts.reused + counts.small + counts.noKeypoints > 0 else { return nil }
+        func median(_ v: [Double]) -> Double { v.isEmpty ? 0 : v.sorted()[v.count / 2] }
+        var parts = [String(format: "%d crops, inference %.1f ms median, crop %.2f ms", counts.crops, median(inferenceTimes), median(cropTimes))]
+        if counts.reused > 0 { parts.append("\(counts.reused) results kept between runs (interval)") }
+        if counts.small > 0 { parts.append("\(counts.small) regions under min-size") }
+        if counts.noKeypoints > 0 { parts.append("\(counts.noKeypoints) regions without the keypoints the crop turns by") }
+        if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object") }
+        if let settings = model?.settings, !settings.isEmpty { parts.append(settings) }
+        return parts.joined(separator: ", ")
+    }
+}
