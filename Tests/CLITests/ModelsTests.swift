@@ -210,7 +210,7 @@ import Testing
         for m in models {
             for f in (m["files"] as? [String]) ?? [] { files.insert("catalogue:\(m["name"] as? String ?? "")/\(f)") }
         }
-        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "magenta", "centerface"])
+        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "mediapipe-face-landmark", "magenta", "centerface", "fer-emotion"])
         let manifests = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("Models").path).filter { $0.hasSuffix(".json") }
         var references = 0
         for name in manifests {
