@@ -220,6 +220,6 @@ import Testing
                 #expect(files.contains(String(match.1)), "\(name): \(match.1) is not in Models/model-catalogue.json")
             }
         }
-        #expect(references == 8)
+        #expect(references == 10)
     }
 }
