@@ -8,6 +8,9 @@
 #   streamlens  lensdetect with the full-range BlazeFace model, boxes drawn, JSON Lines written
 #   centerface  the same with CenterFace (Models/centerface.json: 640x384 input, 5 landmarks), an
 #               anchor-free detector ~20x BlazeFace's arithmetic: its fps and ms per frame, no goal
+#   landmarks   streamlens plus lensclassify with MediaPipe's face mesh (Models/face-mesh.json) on
+#               every face: detect + 468 landmarks; landmarks2 the same on a clip with two faces
+#               (FACES=2 bench/make-face-clip.sh): their fps, no goal
 #   python      bench/python_peer.py: the same job in Python (PyGObject appsink/appsrc,
 #               OpenVINO's Python API, numpy), as a user would write it
 #   haar        GStreamer's OpenCV Haar-cascade `facedetect` (gstreamer1.0-opencv), display=true
@@ -53,6 +56,11 @@ if [ ! -f "$CLIP" ]; then
 fi
 n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$CLIP")
 [ "$n" = "$FRAMES" ] || { echo "bench-detect: $CLIP has $n frames, expected $FRAMES (delete it to remake it)" >&2; exit 1; }
+CLIP2=out/bench/face-clip-2faces.mp4
+if [ ! -f "$CLIP2" ]; then
+  echo "bench-detect: making $CLIP2" >&2
+  FACES=2 bench/make-face-clip.sh "$CLIP2"
+fi
 
 TMP=$(mktemp -d /tmp/bench-detect.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -80,7 +88,8 @@ if [ "$HAAR_FRAMES" -lt "$FRAMES" ]; then
   n=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$HAAR_CLIP")
   [ "$n" = "$HAAR_FRAMES" ] || { echo "bench-detect: $HAAR_CLIP has $n frames, expected $HAAR_FRAMES" >&2; exit 1; }
 fi
-VARIANTS=(floor streamlens centerface python haar)
+MESH="lensclassify model=Models/face-mesh.json"
+VARIANTS=(floor streamlens centerface landmarks landmarks2 python haar)
 ENDINGS=(encode fakesink)
 
 ending_spec() {  # ending -> the pipeline's tail
@@ -99,6 +108,8 @@ command_for() {
     floor) CMD=("$BIN" run -q "$DECODE ! lenspass ! $tail") ;;
     streamlens) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $tail") ;;
     centerface) CMD=("$BIN" run -q "$DECODE ! $CENTERFACE ! $tail") ;;
+    landmarks) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $MESH ! $tail") ;;
+    landmarks2) CMD=("$BIN" run -q "$(decode_of "$CLIP2") ! $DETECT ! $MESH ! $tail") ;;
     python) CMD=("$PY" bench/python_peer.py "$ROOT/$CLIP" "$([ "$ending" = encode ] && echo "$TMP/out.mp4" || echo fakesink)") ;;
     haar) CMD=(gst-launch-1.0 -q $(decode_of "$HAAR_CLIP") ! $HAAR ! $tail) ;;
   esac
@@ -192,6 +203,7 @@ for ending in "${ENDINGS[@]}"; do
   [ -f "$TMP/centerface.summary.$ending.line" ] && echo "centerface summary (extra run without -q): $(cat "$TMP/centerface.summary.$ending.line")"
   HEADLINES+=("$ending: streamlens ${FPS[streamlens]:-failed} fps, floor ${FPS[floor]:-failed} fps (${rf}x), python ${FPS[python]:-failed} fps (${rp}x), haar ${FPS[haar]:-failed} fps (${rh}x)")
   HEADLINES+=("$ending: centerface 640x384 ${FPS[centerface]:-failed} fps, $(med "centerface.$ending.ms" || true) ms per frame (inference median)")
+  HEADLINES+=("$ending: detect + face mesh (468 landmarks) ${FPS[landmarks]:-failed} fps with 1 face, ${FPS[landmarks2]:-failed} fps with 2 faces (detection alone ${FPS[streamlens]:-failed} fps)")
   unset FPS
 done
 

@@ -2,14 +2,21 @@
 # Makes the face clip for `make bench-detect`: the public-domain astronaut photo (scikit-image,
 # put in .deps/media by `make setup`) scaled to 720x720 and sliding slowly from the left edge to
 # the right edge of a 1280x720 grey background, 30 fps, 300 frames (10 s), H.264 (libx264
-# veryfast, yuv420p) in MP4, no audio. Usage: make-face-clip.sh OUT.mp4
+# veryfast, yuv420p) in MP4, no audio. FACES=2: two copies of the photo at 600x600 (one mirrored)
+# side by side, sliding a little, for the landmark variants of bench-detect.
+# Usage: [FACES=2] make-face-clip.sh OUT.mp4
 set -euo pipefail
 out=${1:?usage: make-face-clip.sh OUT.mp4}
 photo="$(cd "$(dirname "$0")/.." && pwd)/.deps/media/astronaut.png"
 [ -f "$photo" ] || { echo "make-face-clip: $photo missing (run make setup)" >&2; exit 1; }
 command -v ffmpeg >/dev/null || { echo "make-face-clip: ffmpeg missing (run make setup)" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
+if [ "${FACES:-1}" = 2 ]; then
+  filter="[1:v]scale=600:600,setsar=1,split[p][q];[q]hflip[m];[0:v][p]overlay=x='20+4*t':y=60[a];[a][m]overlay=x='640+4*t':y=60:shortest=1,format=yuv420p[v]"
+else
+  filter="[1:v]scale=720:720,setsar=1[p];[0:v][p]overlay=x='(W-w)*t/10':y=0:shortest=1,format=yuv420p[v]"
+fi
 ffmpeg -v error -y -f lavfi -i "color=c=0x3a4450:s=1280x720:r=30:d=10" -loop 1 -framerate 30 -t 10 -i "$photo" \
-  -filter_complex "[1:v]scale=720:720,setsar=1[p];[0:v][p]overlay=x='(W-w)*t/10':y=0:shortest=1,format=yuv420p[v]" \
+  -filter_complex "$filter" \
   -map '[v]' -frames:v 300 -r 30 -c:v libx264 -preset veryfast -pix_fmt yuv420p -an -movflags +faststart "$out.tmp.mp4"
 mv "$out.tmp.mp4" "$out"

@@ -180,6 +180,12 @@ class Report:
                 out += ["", f"CenterFace 640×384 (lensdetect model=Models/centerface.json): {f(cf)} fps, "
                             f"{f(med(d.get(f'{ending}.centerface.ms')))} ms per frame (inference median), "
                             f"each run (s) {d.get(f'{ending}.centerface.secs') or 'failed'}"]
+            # Detection plus MediaPipe's face mesh on every face (lensclassify), 1 and 2 faces, no goal.
+            if d.get(f"{ending}.landmarks.secs") is not None:
+                l1 = ratio(num(d.get(f"{ending}.landmarks.frames")), med(d.get(f"{ending}.landmarks.secs")))
+                l2 = ratio(num(d.get(f"{ending}.landmarks2.frames")), med(d.get(f"{ending}.landmarks2.secs")))
+                out += ["", f"lensdetect ! lensclassify model=Models/face-mesh.json (468 landmarks a face): {f(l1)} fps with one face, "
+                            f"{f(l2)} fps with two"]
             out.append("")
         out.append("1280×720 30 fps H.264 clip of a face (300 frames; Haar on HAAR_FRAMES of them), decoded to BGRx. "
                    "fps = frames / median wall seconds, each run a whole process (start-up and model loading included). "
