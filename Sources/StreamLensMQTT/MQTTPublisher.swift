@@ -176,7 +176,9 @@ public final class MQTTPublisher: @unchecked Sendable {
     }
 
     /// Owns the `struct mosquitto *`; the C callbacks find the publisher through its `obj`.
-    private final class Client {
+    /// @unchecked Sendable: its state changes on the retries' queue only (and in `start`,
+    /// before that queue has work); libmosquitto locks its own.
+    private final class Client: @unchecked Sendable {
         private let handle: OpaquePointer
         private var running = false
         private static let initialised: Void = { mosquitto_lib_init(); return () }()
@@ -199,6 +201,7 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
 
         func start(owner: MQTTPublisher) throws {
+            guard !running else { return }
             let c = owner.configuration
             // Unretained: the publisher owns this client and stops its thread before it goes.
             mosquitto_user_data_set(handle, Unmanaged.passUnretained(owner).toOpaque())
@@ -224,14 +227,37 @@ public final class MQTTPublisher: @unchecked Sendable {
             }
             // 1 s after a loss, doubling up to 10 s between attempts.
             try check("mosquitto_reconnect_delay_set", mosquitto_reconnect_delay_set(handle, 1, 10, true))
-            let rc = mosquitto_connect_async(handle, c.location.host, Int32(c.location.port), 30)
-            if rc != MOSQ_ERR_SUCCESS.rawValue {
-                // A broker away (refused, unreachable): the loop thread keeps trying.
-                owner.connectFailed(Self.describe("mosquitto_connect_async", rc))
-            }
-            try check("mosquitto_loop_start", mosquitto_loop_start(handle))
+            host = c.location.host; port = Int32(c.location.port)
+            self.owner = owner
             running = true
+            // Off the caller's thread: name resolution and the first attempt never hold it.
+            retries.async { self.connect(delay: 1) }
         }
+
+        private var host = "", port: Int32 = 0
+        private weak var owner: MQTTPublisher?
+        /// The first connection's retries (libmosquitto's own loop only retries a connection it
+        /// once made: after a refused mosquitto_connect_async its thread gives up, seen with
+        /// 2.0.11). Serial, so a retry never runs while `stop` does.
+        private let retries = DispatchQueue(label: "streamlens.mqtt.connect")
+
+        /// mosquitto_connect_async, then libmosquitto's thread; when the broker is away, again
+        /// after `delay` seconds (doubling, at most 10), off the caller's thread.
+        private func connect(delay: Double) {
+            let rc = mosquitto_connect_async(handle, host, port, 30)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                owner?.connectFailed(Self.describe("mosquitto_connect_async", rc))
+                retries.asyncAfter(deadline: .now() + delay) { [weak self] in
+                    guard let self, self.running, !self.loopStarted else { return }
+                    self.connect(delay: min(delay * 2, 10))
+                }
+                return
+            }
+            let loop = mosquitto_loop_start(handle)
+            if loop != MOSQ_ERR_SUCCESS.rawValue { owner?.connectFailed(Self.describe("mosquitto_loop_start", loop)); return }
+            loopStarted = true
+        }
+        private var loopStarted = false
 
         func publish(topic: String, _ message: Data, qos: Int) -> Int32 {
             message.withUnsafeBytes { bytes in
@@ -241,10 +267,14 @@ public final class MQTTPublisher: @unchecked Sendable {
 
         /// Disconnects and joins the network thread (once).
         func stop() {
-            guard running else { return }
-            running = false
-            mosquitto_disconnect(handle)
-            mosquitto_loop_stop(handle, false)
+            // On the retries' queue: no connection attempt runs meanwhile or starts after.
+            retries.sync {
+                guard running else { return }
+                running = false
+                guard loopStarted else { return }
+                mosquitto_disconnect(handle)
+                mosquitto_loop_stop(handle, false)
+            }
         }
     }
 }
