@@ -24,7 +24,7 @@ final class MQTTBroker {
     }
 
     deinit {
-        for p in [subscriber, broker].compactMap({ $0 }) where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        for p in [subscriber, broker].compactMap({ $0 }) where p.isRunning { Self.end(p, SIGKILL) }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -63,14 +63,22 @@ final class MQTTBroker {
     /// SIGKILL: the broker vanishes without a word, as a crashed or unplugged one does.
     func kill() {
         guard let broker, broker.isRunning else { return }
-        Glibc.kill(broker.processIdentifier, SIGKILL)
-        broker.waitUntilExit()
+        Self.end(broker, SIGKILL)
+    }
+
+    /// Sends `signal` and waits (bounded) until the process is gone. Polls `isRunning`:
+    /// Process.waitUntilExit right after a kill hung here (in sigsuspend) on Linux.
+    private static func end(_ p: Process, _ signal: Int32) {
+        Glibc.kill(p.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning, Date() < deadline { usleep(20_000) }
+        if p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
     }
 
     /// `mosquitto_sub -t filter -v` into a fresh file (messages are "topic payload" lines);
     /// returns when the broker has acknowledged the subscription.
     func subscribe(_ filter: String = "streamlens/#", timeout: Double = 10) throws {
-        if let subscriber, subscriber.isRunning { Glibc.kill(subscriber.processIdentifier, SIGTERM); subscriber.waitUntilExit() }
+        if let subscriber, subscriber.isRunning { Self.end(subscriber, SIGKILL) }
         let before = read("broker\(logCount).log").components(separatedBy: "Sending SUBACK").count
         subscriber = try spawn("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", String(port), "-t", filter, "-v"],
                                log: "messages\(logCount).txt")
@@ -82,11 +90,11 @@ final class MQTTBroker {
         throw BrokerError("mosquitto_sub's subscription was not acknowledged: \(read("broker\(logCount).log").suffix(400))")
     }
 
-    /// Stops the subscriber (its file stays).
+    /// Stops the subscriber (its file stays). SIGKILL: mosquitto_sub whose broker is gone sat
+    /// through SIGTERM here.
     func unsubscribe() {
         guard let subscriber, subscriber.isRunning else { return }
-        Glibc.kill(subscriber.processIdentifier, SIGTERM)
-        subscriber.waitUntilExit()
+        Self.end(subscriber, SIGKILL)
     }
 
     /// The JSON payloads the current subscriber received on `topic`, in arrival order.
