@@ -44,6 +44,8 @@ public final class MetadataStage: Stage {
     public init(settings: StageSettings) throws {
         let location = settings.string("location")
         guard !location.isEmpty else { throw StageError("property location is empty: name a file, or - for standard output") }
+        // Any other scheme:// that is not an existing file goes to the URL parser too, so that
+        // amqp://… or mqtt:/… is refused by name instead of becoming a file of that name.
         if MQTTLocation.isBrokerURL(location) || (location.contains("://") && !FileManager.default.fileExists(atPath: location)) {
             var c = MQTTPublisher.Configuration(location: try MQTTLocation(parsing: location))
             c.qos = settings.int("qos")
