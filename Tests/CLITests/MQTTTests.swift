@@ -81,4 +81,20 @@ struct MQTTTests {
         #expect(summary.contains("0 sent, 30 dropped: never connected to the broker"), "\(r.stderr)")
         #expect(summary.contains("Connection refused"), "\(summary)")
     }
+
+    /// QoS 1: every message acknowledged before the run ends; publish=regions: frames without
+    /// regions (videotestsrc has no faces) make no message.
+    @Test func qos1AndPublishRegions() throws {
+        let broker = try MQTTBroker()
+        try broker.start()
+        try broker.subscribe()
+        let r = try CLI.run(["run", "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=20 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensmetadata location=mqtt://127.0.0.1:\(broker.port)/streamlens/test qos=1 ! fakesink"], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.summary(of: r.stderr)?.contains("20 sent, 0 dropped") == true, "\(r.stderr)")
+        #expect(broker.waitForMessages(20, timeout: 10))
+        let none = try CLI.run(["run", "videotestsrc num-buffers=20 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensmetadata location=mqtt://127.0.0.1:\(broker.port)/streamlens/test publish=regions ! fakesink"], timeout: 120)
+        #expect(none.status == 0, "\(none.stderr)")
+        #expect(Self.summary(of: none.stderr)?.contains(": 0 sent, 0 dropped") == true, "\(none.stderr)")
+        #expect(broker.messages().count == 20)
+    }
 }
