@@ -32,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "COpenVINO", pkgConfig: "openvino"),
         // cairo draws boxes and labels (real font rendering).
         .systemLibrary(name: "CCairo", pkgConfig: "cairo", providers: [.apt(["libcairo2-dev"])]),
+        // libmosquitto: the MQTT client behind lensmetadata location=mqtt:// (plain functions, no shim).
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
         // The RTSP server behind lensrtsp: signals, tokens, the server's own main loop thread.
@@ -46,7 +48,10 @@ let package = Package(
         .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
         // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
         .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP"]),
+        // The only Swift that imports CMosquitto (MQTTPublisher.swift): a target of its own, like
+        // StreamLensRTSP, so the C library stays behind one module that knows nothing of GStreamer.
+        .target(name: "StreamLensMQTT", dependencies: ["StreamLensCore", "CMosquitto"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
         // rules (FrameDelivery), for tests of a stage alone.
         .target(name: "StreamLensTesting", dependencies: ["StreamLensCore"]),

@@ -2,7 +2,8 @@
 # StreamLens set-up: everything the project needs on a Debian 12 machine, idempotently.
 #
 #   1. Debian packages: GStreamer 1.22 (dev headers, plugins, tools, gst-rtsp-server) and ffmpeg
-#      (ffprobe counts frames in tests).
+#      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker and
+#      mosquitto_sub for the MQTT tests (no system broker left running).
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -60,6 +61,40 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# MQTT (lensmetadata location=mqtt://…): the client library, and Debian's broker and
+# mosquitto_sub for the tests, which start their own broker on loopback on a free port.
+# Debian's mosquitto package starts a system broker on port 1883 when installed; set-up must leave
+# no broker running that it started. So it installs with a policy-rc.d that forbids starting
+# services (unless the machine already has one: containers usually do), then stops and disables
+# the service anyway, through systemd when it runs, else through the init script.
+MQTT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev)
+missing=()
+for p in "${MQTT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get install ${missing[*]} (with no service started)"
+  policy=/usr/sbin/policy-rc.d
+  ours=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# tools/setup.sh (StreamLens): no service starts while it installs packages\nexit 101\n' | as_root tee "$policy" >/dev/null
+    as_root chmod 0755 "$policy"
+    ours=1
+  fi
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || { [ $ours = 1 ] && as_root rm -f "$policy"; exit 1; }
+  [ $ours = 1 ] && as_root rm -f "$policy"
+  # systemctl disable also works with no systemd running (it removes the unit's links).
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+    as_root systemctl disable --now mosquitto >/dev/null 2>&1 || true
+  else
+    as_root service mosquitto stop >/dev/null 2>&1 || true
+    if command -v systemctl >/dev/null; then as_root systemctl disable mosquitto >/dev/null 2>&1 || true; fi
+    if command -v update-rc.d >/dev/null; then as_root update-rc.d mosquitto disable >/dev/null 2>&1 || true; fi
+  fi
 fi
 
 mkdir -p "$DEPS/wheels"

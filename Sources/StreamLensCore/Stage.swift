@@ -34,6 +34,10 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// for frames instead of dropping them as late).
     var latencyNanoseconds: UInt64 { get }
 
+    /// End of stream, once, after the last frame and before the summary is read: a stage that
+    /// sends things elsewhere (a broker) gets a bounded moment to finish sending.
+    func streamEnded()
+
     /// The stage's own figures for the end-of-stream summary (e.g. "inference 1.2 ms median").
     var summary: String? { get }
 
@@ -63,6 +67,7 @@ extension Stage {
     public func formatChanged(_ format: VideoFormat) throws {}
     public func finishOldest(wait: Bool) -> FrameOutcome? { .forward }
     public func settingsChanged(_ settings: StageSettings) {}
+    public func streamEnded() {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }
     public var readings: [String: String] { [:] }

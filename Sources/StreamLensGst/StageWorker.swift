@@ -289,6 +289,7 @@ final class StageWorker: @unchecked Sendable {
     func finishStream() {
         guard !streamFinished else { return }
         streamFinished = true
+        stage.streamEnded()
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }

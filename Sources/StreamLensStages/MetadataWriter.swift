@@ -19,11 +19,7 @@ final class MetadataWriter {
     private var writer: FileWriter?
     /// The file, until it is created at the first frame.
     private var pendingPath: String?
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    private let encoder = MetadataWriter.makeEncoder()
 
     /// `location`: a path, or `-` for standard output. Throws a StageError naming the file
     /// when it cannot be written.
@@ -83,6 +79,21 @@ final class MetadataWriter {
             }
         }
         guard let writer else { return nil }
+        guard let data = Self.record(regions, frame: frame, encoder: encoder) else { return nil }
+        if writer.write(data) { return nil }
+        self.writer = nil
+        return StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on")
+    }
+
+    /// A JSON encoder as the records need it (sorted keys, slashes as they are).
+    static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// One frame's record, newline included: the line of the file, and the MQTT message.
+    static func record(_ regions: [RegionOfInterest], frame: Frame, encoder: JSONEncoder) -> Data? {
         func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
         var line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
                         width: frame.format.width, height: frame.format.height, detections: regions.map { r in
@@ -107,8 +118,6 @@ final class MetadataWriter {
         line.zones = zones.isEmpty ? nil : zones
         guard var data = try? encoder.encode(line) else { return nil }
         data.append(0x0A)
-        if writer.write(data) { return nil }
-        self.writer = nil
-        return StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on")
+        return data
     }
 }

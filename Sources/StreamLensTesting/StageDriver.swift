@@ -70,8 +70,13 @@ public final class StageDriver<S: Stage> {
         return out
     }
 
-    /// End of stream: every frame still held, waited for, in order.
-    public func finish() -> [Delivered] { deliverReady(wait: true) }
+    /// End of stream: every frame still held, waited for, in order; then the stage's
+    /// `streamEnded`, as the bridge calls it before the summary.
+    public func finish() -> [Delivered] {
+        let out = deliverReady(wait: true)
+        stage.streamEnded()
+        return out
+    }
 
     /// Frames whose outcomes are in now (what the bridge does while it waits for the next frame).
     public func poll() -> [Delivered] { deliverReady(wait: false) }

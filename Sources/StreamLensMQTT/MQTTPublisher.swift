@@ -1,0 +1,280 @@
+import CMosquitto
+import Foundation
+import StreamLensCore
+import Synchronization
+
+/// Publishes messages to one MQTT topic through libmosquitto, without ever making its caller
+/// wait on the network: the only Swift file that imports CMosquitto.
+///
+/// libmosquitto runs its own network thread (`mosquitto_loop_start`) and reconnects by itself,
+/// with exponential back-off (`mosquitto_reconnect_delay_set`). `publish` is called from a
+/// stage's worker: while connected it hands the message to libmosquitto (which only queues it;
+/// its thread writes it), otherwise it keeps it in a bounded queue that the connect callback
+/// drains in order. Messages beyond the bound drop the oldest one, counted. The bound covers
+/// the messages libmosquitto holds too (handed over, not yet written or acknowledged), so a long
+/// outage cannot grow memory without limit.
+public final class MQTTPublisher: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var location: MQTTLocation
+        public var qos: Int = 0
+        public var maxQueued: Int = 1000
+        public var credentials: MQTTCredentials?
+        /// A CA certificate file for mqtts://; empty: the system's (/etc/ssl/certs).
+        public var caFile: String = ""
+        public init(location: MQTTLocation) { self.location = location }
+    }
+
+    /// What happened, for the end-of-stream summary.
+    public struct Report: Sendable, Equatable {
+        public var sent = 0
+        public var droppedQueueFull = 0
+        /// QoS 0 messages libmosquitto held when the connection broke (it discards them).
+        public var lostWithConnection = 0
+        /// Still queued at the end (the broker away then).
+        public var unsentAtEnd = 0
+        /// QoS 1 messages handed over but not acknowledged within the wait at the end.
+        public var notAcknowledged = 0
+        public var connections = 0
+        public var lastError: String?
+        public var reconnects: Int { max(0, connections - 1) }
+        public var dropped: Int { droppedQueueFull + lostWithConnection + unsentAtEnd + notAcknowledged }
+    }
+
+    private struct State {
+        var connected = false
+        /// In the connect callback, sending what was queued: new messages queue behind it.
+        var draining = false
+        var pending: [Data] = []
+        var pendingStart = 0
+        /// Handed to libmosquitto, not yet reported published.
+        var inFlight = 0
+        var report = Report()
+        var pendingCount: Int { pending.count - pendingStart }
+        mutating func popOldest() -> Data {
+            let d = pending[pendingStart]
+            pendingStart += 1
+            if pendingStart > 256, pendingStart * 2 > pending.count { pending.removeFirst(pendingStart); pendingStart = 0 }
+            return d
+        }
+        mutating func takeAll() -> ArraySlice<Data> {
+            defer { pending = []; pendingStart = 0 }
+            return pending[pendingStart...]
+        }
+    }
+
+    public let configuration: Configuration
+    private let state = Mutex(State())
+    private let client: Client
+
+    /// Sets up the client and starts connecting; never waits for the broker (a broker away at
+    /// start is retried like one that went away). Throws a StageError for what cannot work at
+    /// all (TLS set-up, an out-of-memory client).
+    public init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        client = try Client()
+        try client.start(owner: self)
+    }
+
+    deinit { client.stop() }
+
+    /// Queues one message; returns at once.
+    public func publish(_ message: Data) {
+        let handNow: Bool = state.withLock { s in
+            if s.connected && !s.draining {
+                guard s.inFlight < configuration.maxQueued else {
+                    // libmosquitto holds a full queue's worth (a broker slow to acknowledge).
+                    s.report.droppedQueueFull += 1
+                    return false
+                }
+                s.inFlight += 1
+                return true
+            }
+            if s.pendingCount + s.inFlight >= configuration.maxQueued {
+                if s.pendingCount > 0 { _ = s.popOldest() } else { s.report.droppedQueueFull += 1; return false }
+                s.report.droppedQueueFull += 1
+            }
+            s.pending.append(message)
+            return false
+        }
+        if handNow { hand(message) }
+    }
+
+    /// Gives one message to libmosquitto (the caller counted it in flight). A refusal (the
+    /// connection broke just now) puts it back in the queue.
+    private func hand(_ message: Data) {
+        let rc = client.publish(topic: configuration.location.topic, message, qos: configuration.qos)
+        guard rc != MOSQ_ERR_SUCCESS.rawValue else { return }
+        state.withLock { s in
+            s.inFlight -= 1
+            s.report.lastError = Client.describe("mosquitto_publish", rc)
+            if s.pendingCount + s.inFlight >= configuration.maxQueued { s.report.droppedQueueFull += 1 } else { s.pending.append(message) }
+        }
+    }
+
+    /// End of stream: waits up to `timeout` seconds, while connected, for what is queued and
+    /// in flight, then disconnects. The report counts what never made it.
+    public func finish(timeout: Double = 2) -> Report {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            let busy = state.withLock { s in s.connected && (s.pendingCount > 0 || s.inFlight > 0 || s.draining) }
+            guard busy else { break }
+            usleep(10_000)
+        }
+        client.stop()
+        return state.withLock { s in
+            s.report.unsentAtEnd += s.pendingCount
+            if configuration.qos > 0 { s.report.notAcknowledged += s.inFlight } else { s.report.lostWithConnection += s.inFlight }
+            s.pending = []; s.pendingStart = 0; s.inFlight = 0
+            return s.report
+        }
+    }
+
+    /// The figures so far (interval reports).
+    public var report: Report { state.withLock { $0.report } }
+
+    // MARK: callbacks, on libmosquitto's thread
+
+    fileprivate func connected(_ rc: Int32) {
+        guard rc == 0 else {
+            let why = String(cString: mosquitto_connack_string(rc))
+            state.withLock { $0.report.lastError = "the broker refused the connection: \(why)" }
+            return
+        }
+        state.withLock { s in s.connected = true; s.draining = true; s.report.connections += 1 }
+        // Send what queued while away, in order; what the worker adds meanwhile queues behind.
+        while true {
+            let batch: ArraySlice<Data>? = state.withLock { s in
+                guard s.pendingCount > 0 else { s.draining = false; return nil }
+                let b = s.takeAll()
+                s.inFlight += b.count
+                return b
+            }
+            guard let batch else { return }
+            for message in batch { hand(message) }
+        }
+    }
+
+    fileprivate func disconnected(_ rc: Int32) {
+        state.withLock { s in
+            s.connected = false
+            s.draining = false
+            if rc != 0 { s.report.lastError = "connection lost (\(Client.describe("network loop", rc)))" }
+            // libmosquitto resends QoS 1 messages after reconnecting; QoS 0 ones it held are gone.
+            if configuration.qos == 0 { s.report.lostWithConnection += s.inFlight; s.inFlight = 0 }
+        }
+    }
+
+    fileprivate func published() {
+        state.withLock { s in
+            s.inFlight = max(0, s.inFlight - 1)
+            s.report.sent += 1
+        }
+    }
+
+    fileprivate func connectFailed(_ why: String) {
+        state.withLock { $0.report.lastError = why }
+    }
+
+    /// Owns the `struct mosquitto *`; the C callbacks find the publisher through its `obj`.
+    /// @unchecked Sendable: its state changes on the retries' queue only (and in `start`,
+    /// before that queue has work); libmosquitto locks its own.
+    private final class Client: @unchecked Sendable {
+        private let handle: OpaquePointer
+        private var running = false
+        private static let initialised: Void = { mosquitto_lib_init(); return () }()
+
+        init() throws {
+            _ = Self.initialised
+            guard let h = mosquitto_new(nil, true, nil) else { throw StageError("mosquitto_new failed (out of memory)") }
+            handle = h
+        }
+
+        deinit { mosquitto_destroy(handle) }
+
+        /// The failing call and libmosquitto's words for `rc`.
+        static func describe(_ call: String, _ rc: Int32) -> String {
+            "\(call): \(String(cString: mosquitto_strerror(rc)))"
+        }
+
+        private func check(_ call: String, _ rc: Int32) throws {
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw StageError(Self.describe(call, rc)) }
+        }
+
+        func start(owner: MQTTPublisher) throws {
+            guard !running else { return }
+            let c = owner.configuration
+            // Unretained: the publisher owns this client and stops its thread before it goes.
+            mosquitto_user_data_set(handle, Unmanaged.passUnretained(owner).toOpaque())
+            mosquitto_connect_callback_set(handle) { _, obj, rc in
+                guard let obj else { return }
+                Unmanaged<MQTTPublisher>.fromOpaque(obj).takeUnretainedValue().connected(rc)
+            }
+            mosquitto_disconnect_callback_set(handle) { _, obj, rc in
+                guard let obj else { return }
+                Unmanaged<MQTTPublisher>.fromOpaque(obj).takeUnretainedValue().disconnected(rc)
+            }
+            mosquitto_publish_callback_set(handle) { _, obj, _ in
+                guard let obj else { return }
+                Unmanaged<MQTTPublisher>.fromOpaque(obj).takeUnretainedValue().published()
+            }
+            if let credentials = c.credentials {
+                try check("mosquitto_username_pw_set", mosquitto_username_pw_set(handle, credentials.user, credentials.password))
+            }
+            if c.location.tls {
+                let rc = c.caFile.isEmpty ? mosquitto_tls_set(handle, nil, "/etc/ssl/certs", nil, nil, nil)
+                                          : mosquitto_tls_set(handle, c.caFile, nil, nil, nil, nil)
+                try check("mosquitto_tls_set", rc)
+            }
+            // 1 s after a loss, doubling up to 10 s between attempts.
+            try check("mosquitto_reconnect_delay_set", mosquitto_reconnect_delay_set(handle, 1, 10, true))
+            host = c.location.host; port = Int32(c.location.port)
+            self.owner = owner
+            running = true
+            // Off the caller's thread: name resolution and the first attempt never hold it.
+            retries.async { self.connect(delay: 1) }
+        }
+
+        private var host = "", port: Int32 = 0
+        private weak var owner: MQTTPublisher?
+        /// The first connection's retries (libmosquitto's own loop only retries a connection it
+        /// once made: after a refused mosquitto_connect_async its thread gives up, seen with
+        /// 2.0.11). Serial, so a retry never runs while `stop` does.
+        private let retries = DispatchQueue(label: "streamlens.mqtt.connect")
+
+        /// mosquitto_connect_async, then libmosquitto's thread; when the broker is away, again
+        /// after `delay` seconds (doubling, at most 10), off the caller's thread.
+        private func connect(delay: Double) {
+            let rc = mosquitto_connect_async(handle, host, port, 30)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                owner?.connectFailed(Self.describe("mosquitto_connect_async", rc))
+                retries.asyncAfter(deadline: .now() + delay) { [weak self] in
+                    guard let self, self.running, !self.loopStarted else { return }
+                    self.connect(delay: min(delay * 2, 10))
+                }
+                return
+            }
+            let loop = mosquitto_loop_start(handle)
+            if loop != MOSQ_ERR_SUCCESS.rawValue { owner?.connectFailed(Self.describe("mosquitto_loop_start", loop)); return }
+            loopStarted = true
+        }
+        private var loopStarted = false
+
+        func publish(topic: String, _ message: Data, qos: Int) -> Int32 {
+            message.withUnsafeBytes { bytes in
+                mosquitto_publish(handle, nil, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos), false)
+            }
+        }
+
+        /// Disconnects and joins the network thread (once).
+        func stop() {
+            // On the retries' queue: no connection attempt runs meanwhile or starts after.
+            retries.sync {
+                guard running else { return }
+                running = false
+                guard loopStarted else { return }
+                mosquitto_disconnect(handle)
+                mosquitto_loop_stop(handle, false)
+            }
+        }
+    }
+}
