@@ -98,13 +98,7 @@ public final class ClassifyStage: Stage {
         crop = manifest.objectCrop ?? ObjectCrop()
         gray = manifest.input.colorOrder == .gray
         do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
-        var options = InferenceOptions()
-        options.device = settings.string("device")
-        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
-        options.threads = settings.int("threads")
-        options.requests = settings.int("nireq")
-        let cache = settings.string("cache-dir")
-        options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
+        let options = InferenceOptions(stage: settings)
         self.options = options
         do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
         modelPath = try manifest.resolve(manifest.model, relativeTo: manifestPath)

@@ -134,13 +134,7 @@ public final class DetectStage: Stage {
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
         do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
-        var options = InferenceOptions()
-        options.device = settings.string("device")
-        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
-        options.threads = settings.int("threads")
-        options.requests = settings.int("nireq")
-        let cache = settings.string("cache-dir")
-        options.cacheDirectory = cache.isEmpty ? Self.defaultCacheDirectory : cache
+        let options = InferenceOptions(stage: settings)
         self.options = options
         if options.device != RemoteSettings.device {
             do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }

@@ -151,13 +151,7 @@ public final class StylizeStage: Stage {
     }
 
     static func configuration(from settings: StageSettings) throws -> StylizerConfiguration {
-        var options = InferenceOptions()
-        options.device = settings.string("device")
-        if settings.string("precision") != "default" { options.precision = settings.string("precision") }
-        options.threads = settings.int("threads")
-        options.requests = settings.int("nireq")
-        let cache = settings.string("cache-dir")
-        options.cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
+        let options = InferenceOptions(stage: settings)
         return StylizerConfiguration(manifestPath: settings.string("model"), styleImage: settings.string("style-image"),
                                      inferenceSize: try InferenceSize.parse(settings.string("inference-size")), options: options,
                                      remote: try RemoteSettings.address(settings, manifestPath: settings.string("model")))
