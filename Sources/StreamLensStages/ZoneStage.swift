@@ -87,6 +87,8 @@ public final class ZoneStage: Stage {
         let events = counter.update(observations, frame: frame.index, time: time(of: frame))
         frame.pixels.addEvents(events)
         frame.pixels.addZones(counter.readings)
+        // Counts change only with an event: the reading is encoded then, not on every frame.
+        if !events.isEmpty { countsReading = counter.countsJSON }
         return .forward
     }
 
@@ -97,7 +99,8 @@ public final class ZoneStage: Stage {
         return Double(frame.index) / (framerate > 0 ? framerate : 30)
     }
 
-    public var readings: [String: String] { ["counts": counter.countsJSON] }
+    private lazy var countsReading = counter.countsJSON
+    public var readings: [String: String] { ["counts": countsReading] }
 
     public var summary: String? { counter.countsText }
 }
