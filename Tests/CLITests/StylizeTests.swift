@@ -393,7 +393,7 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
             json["input"] = input
         }
         try Self.expectRefused([
-            ("model=\(wrongLayout)", "the model's image input has 384 channels in NCHW layout; StreamLens feeds 3-channel colour pictures"),
+            ("model=\(wrongLayout)", "the model's image input has 384 channels in NCHW layout; the manifest's RGB gives 3 (is its layout or color_order right?)"),
         ])
     }
 }
