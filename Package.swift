@@ -51,6 +51,7 @@ let package = Package(
         // The only Swift that imports CMosquitto (MQTTPublisher.swift): a target of its own, like
         // StreamLensRTSP, so the C library stays behind one module that knows nothing of GStreamer.
         .target(name: "StreamLensMQTT", dependencies: ["StreamLensCore", "CMosquitto"]),
+        .target(name: "StreamLensMetrics", dependencies: ["StreamLensCore"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
         // rules (FrameDelivery), for tests of a stage alone.
@@ -60,7 +61,7 @@ let package = Package(
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages", "StreamLensMetrics"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",
@@ -74,7 +75,7 @@ let package = Package(
         // Benchmarks that need code of their own (bench/track.sh runs it).
         .executableTarget(name: "tracker-bench", dependencies: ["StreamLensCore"], path: "bench/TrackerBench"),
 
-        .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore"]),
+        .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore"]),
         .testTarget(

@@ -3,7 +3,8 @@
 #
 #   1. Debian packages: GStreamer 1.22 (dev headers, plugins, tools, gst-rtsp-server) and ffmpeg
 #      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker and
-#      mosquitto_sub for the MQTT tests (no system broker left running).
+#      mosquitto_sub for the MQTT tests, Prometheus' promtool for the metrics tests (no system
+#      broker or Prometheus server left running).
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -52,6 +53,8 @@ APT_PACKAGES=(
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
+  # curl scrapes `streamlens run --metrics` in the tests and the README's example
+  curl
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -63,15 +66,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# MQTT (lensmetadata location=mqtt://…): the client library, and Debian's broker and
-# mosquitto_sub for the tests, which start their own broker on loopback on a free port.
-# Debian's mosquitto package starts a system broker on port 1883 when installed; set-up must leave
-# no broker running that it started. So it installs with a policy-rc.d that forbids starting
-# services (unless the machine already has one: containers usually do), then stops and disables
-# the service anyway, through systemd when it runs, else through the init script.
-MQTT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev)
+# Packages that come with a server: MQTT (lensmetadata location=mqtt://…: the client library,
+# and Debian's broker and mosquitto_sub for the tests, which start their own broker on loopback
+# on a free port) and Prometheus (its promtool checks the /metrics page in the tests; no
+# Prometheus server is needed). Debian starts a system broker on port 1883 and a Prometheus on
+# 9090 when they are installed; set-up must leave no server running that it started. So it
+# installs them with a policy-rc.d that forbids starting services (unless the machine already
+# has one: containers usually do), then stops and disables the services anyway, through
+# systemd when it runs, else through the init scripts.
+SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus)
+SERVICES=(mosquitto prometheus)
 missing=()
-for p in "${MQTT_PACKAGES[@]}"; do
+for p in "${SERVICE_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -88,13 +94,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     || { [ $ours = 1 ] && as_root rm -f "$policy"; exit 1; }
   [ $ours = 1 ] && as_root rm -f "$policy"
   # systemctl disable also works with no systemd running (it removes the unit's links).
-  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
-    as_root systemctl disable --now mosquitto >/dev/null 2>&1 || true
-  else
-    as_root service mosquitto stop >/dev/null 2>&1 || true
-    if command -v systemctl >/dev/null; then as_root systemctl disable mosquitto >/dev/null 2>&1 || true; fi
-    if command -v update-rc.d >/dev/null; then as_root update-rc.d mosquitto disable >/dev/null 2>&1 || true; fi
-  fi
+  for service in "${SERVICES[@]}"; do
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+      as_root systemctl disable --now "$service" >/dev/null 2>&1 || true
+    else
+      as_root service "$service" stop >/dev/null 2>&1 || true
+      if command -v systemctl >/dev/null; then as_root systemctl disable "$service" >/dev/null 2>&1 || true; fi
+      if command -v update-rc.d >/dev/null; then as_root update-rc.d "$service" disable >/dev/null 2>&1 || true; fi
+    fi
+  done
 fi
 
 mkdir -p "$DEPS/wheels"

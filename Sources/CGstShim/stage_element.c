@@ -301,7 +301,8 @@ gboolean sl_stage_internals_intact(GstElement *stage) {
     return live && block && format == GST_FORMAT_TIME && !async && !sync && !emit;
 }
 
-void sl_stage_configure_queue(GstElement *stage, gboolean live) {
+void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting_up) {
     SLStage *self = (SLStage *)stage;
-    g_object_set(self->appsink, "max-buffers", live ? 1 : SL_LOSSLESS_QUEUE, "drop", live, NULL);
+    guint max = !live ? SL_LOSSLESS_QUEUE : setting_up ? SL_SETUP_QUEUE : 1;
+    g_object_set(self->appsink, "max-buffers", max, "drop", live, NULL);
 }

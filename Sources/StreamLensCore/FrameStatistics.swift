@@ -9,6 +9,8 @@ public struct FrameStatistics: Sendable {
     private var ages: [UInt64] = []
     private var nextAge = 0
     public private(set) var maxAge: UInt64 = 0
+    /// Every frame age since the start, for Prometheus.
+    public private(set) var ageHistogram = Histogram()
     public static let window = 1024
 
     public init() {}
@@ -34,6 +36,7 @@ public struct FrameStatistics: Sendable {
         framesOut += 1
         guard let age else { return }
         maxAge = max(maxAge, age)
+        ageHistogram.observe(Double(age) / 1e9)
         if ages.count < Self.window { ages.append(age) } else { ages[nextAge] = age }
         nextAge = (nextAge + 1) % Self.window
     }

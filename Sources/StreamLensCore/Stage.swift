@@ -48,6 +48,12 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// What the stage has to tell the user since the last call (a live change applied or
     /// refused); the host asks after every frame and every settings change and prints them.
     func takeNotices() -> [StageNotice]
+
+    /// The stage's own measurements for Prometheus (`streamlens run --metrics`): inference
+    /// times, model and device, messages sent… (names and conventions: `Metric`). The host asks
+    /// a few times a second on the stage's thread and adds the `stage` label and the frame
+    /// figures every stage has (frames in, out, dropped, frame age).
+    var metrics: [Metric] { get }
 }
 
 /// A message from a running stage that does not stop the pipeline.
@@ -72,6 +78,7 @@ extension Stage {
     public var summary: String? { nil }
     public var readings: [String: String] { [:] }
     public func takeNotices() -> [StageNotice] { [] }
+    public var metrics: [Metric] { [] }
 }
 
 /// What became of one frame (the per-frame channel; setup failures are `StageError`s).

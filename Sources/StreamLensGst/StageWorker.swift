@@ -73,6 +73,7 @@ final class StageWorker: @unchecked Sendable {
         let thread = Thread { [weak self] in
             guard let worker = self else { return }
             worker.run()
+            worker.endBacklog()
             let finished = worker.finished
             _ = consume worker
             finished.signal()
@@ -103,10 +104,11 @@ final class StageWorker: @unchecked Sendable {
         pendingSettings.withLock { $0 = settings }
     }
 
-    private func setLive(_ live: Bool) {
+    private func setLive(_ live: Bool, settingUp: Bool = false) {
         self.live = live
         liveForHost.store(live, ordering: .relaxed)
-        sl_stage_configure_queue(element, live ? 1 : 0)
+        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? 1 : 0)
+        queueCapacity = !live ? 4 : settingUp ? Int(SL_SETUP_QUEUE) : 1
     }
 
     private func updateLatency(post: Bool) {
@@ -119,8 +121,10 @@ final class StageWorker: @unchecked Sendable {
 
     private func run() {
         var first = true
+        var settingUpLive = false
         if let watchdog, !watchdog.startSource(stopping: { stopping.load(ordering: .relaxed) }) { return }
         while true {
+            publishMetrics()
             // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
             switch watchdogBeforePull() {
@@ -164,9 +168,21 @@ final class StageWorker: @unchecked Sendable {
                 downstreamDone = true
                 continue
             }
+            // Auto mode on a live input: the newest frame wins, once set-up is over. A stage
+            // sets up on its first format (a model compiles for the frame's size, 0.2–2 s;
+            // precision=auto times candidates too); the frames that arrive meanwhile (a late
+            // live source sends them at once) are its backlog, kept (up to SL_SETUP_QUEUE, 30;
+            // older ones dropped, upstream never waits) and processed, instead of all but the
+            // newest being dropped at the start of every live run. Its stages downstream get
+            // that backlog in a burst: every stage keeps its frames the same way until no
+            // stage of the process has a set-up backlog left (`StageWorker.setupBacklogs`).
+            // The held frames' memory is held for that moment only.
             if first {
                 first = false
-                if requestedMode == .auto { setLive(sl_stage_upstream_is_live(element) != 0) }
+                if requestedMode == .auto, sl_stage_upstream_is_live(element) != 0 {
+                    setLive(true, settingUp: true)
+                    settingUpLive = true
+                }
             }
             if let settings = pendingSettings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
                 stage.settingsChanged(settings)
@@ -203,6 +219,13 @@ final class StageWorker: @unchecked Sendable {
                 outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
             } else {
                 outcome = stage.process(frame)
+            }
+            if settingUpLive {
+                if let end = backlogEnd, statistics.framesIn >= end { endBacklog() }
+                if backlogEnd == nil, Self.setupBacklogs.load(ordering: .relaxed) == 0 {
+                    settingUpLive = false
+                    setLive(true)
+                }
             }
             postNotices()
             reportPeriodically()
@@ -287,9 +310,11 @@ final class StageWorker: @unchecked Sendable {
 
     /// End of stream: the summary, then end-of-stream downstream (once).
     func finishStream() {
+        endBacklog()
         guard !streamFinished else { return }
         streamFinished = true
         stage.streamEnded()
+        publishMetrics(force: true)
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
@@ -314,6 +339,15 @@ final class StageWorker: @unchecked Sendable {
         guard let newFormat = VideoFormat(caps: caps) else {
             sl_stage_post_error(element, "not raw video: \(capsString(caps))", nil)
             return false
+        }
+        let arrivedBefore = Int(sl_stage_buffers_arrived(element))
+        defer {
+            // The frames that came while the stage set up on its first format (see `run`).
+            let backlog = min(Int(SL_SETUP_QUEUE), Int(sl_stage_buffers_arrived(element)) - arrivedBefore)
+            if live, format == newFormat, statistics.framesIn == 0, backlog > 0, backlogEnd == nil {
+                backlogEnd = 1 + backlog
+                Self.setupBacklogs.add(1, ordering: .relaxed)
+            }
         }
         do {
             try stage.formatChanged(newFormat)
@@ -355,9 +389,79 @@ final class StageWorker: @unchecked Sendable {
         guard now != pixels.eventsOnArrival, let events = FrameRecords.decode([FrameEvent].self, now) else { return }
         let before = FrameRecords.decode([FrameEvent].self, pixels.eventsOnArrival)?.count ?? 0
         for event in events.dropFirst(before) {
+            eventCounts[[event.type, event.zone, event.direction ?? ""], default: 0] += 1
             sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
                                 event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
         }
+    }
+
+    /// Events this stage added, by type, for Prometheus.
+    private var eventCounts: [[String]: Int] = [:]
+
+    /// The registry's key for this worker's metrics.
+    private let metricsSource = MetricsRegistry.shared.newSource()
+    private var lastMetrics: UInt64 = 0
+    private var queueDrops = 0
+    /// Stages of the process with a set-up backlog left (see `run`).
+    static let setupBacklogs = Atomic<Int>(0)
+    /// This stage's backlog: the frame count (framesIn) at which it is processed.
+    private var backlogEnd: Int?
+    private func endBacklog() {
+        guard backlogEnd != nil else { return }
+        backlogEnd = nil
+        Self.setupBacklogs.subtract(1, ordering: .relaxed)
+    }
+    /// Frames the inner appsink holds at most now (sl_stage_configure_queue).
+    private var queueCapacity = 4
+    /// (time, frames received) at recent publishes: the frame rate over the last few seconds.
+    private var rateWindow: [(time: UInt64, frames: Int)] = []
+    static let metricsInterval: UInt64 = 250_000_000
+    static let rateSpan: UInt64 = 5_000_000_000
+
+    /// The stage's and the host's figures into the process's metrics registry, at most every
+    /// `metricsInterval` (and at end of stream), on this thread: the stage's state is read
+    /// where it lives. A scrape sees the last publish.
+    private func publishMetrics(force: Bool = false) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard force || now - lastMetrics >= Self.metricsInterval else { return }
+        lastMetrics = now
+        let arrived = Int(sl_stage_buffers_arrived(element))
+        rateWindow.append((now, statistics.framesIn))
+        while let first = rateWindow.first, now - first.time > Self.rateSpan { rateWindow.removeFirst() }
+        var rate = 0.0
+        if let first = rateWindow.first, now > first.time { rate = Double(statistics.framesIn - first.frames) / (Double(now - first.time) / 1e9) }
+        let errors = droppedCount.load(ordering: .relaxed)
+        // Frames that arrived but were not pulled yet are mostly still queued in the inner
+        // appsink, not dropped: while running, only what exceeds its capacity (1 frame live, 4
+        // lossless; SL_LOSSLESS_QUEUE) is known lost. At the end all of it is. A counter never
+        // goes down.
+        let unpulled = max(0, arrived - statistics.framesIn)
+        queueDrops = max(queueDrops, force ? unpulled : unpulled - queueCapacity)
+        let s: [(name: String, value: String)] = [("stage", name)]
+        var m: [Metric] = [
+            .counter("streamlens_stage_frames_received_total", "Frames that reached the stage's element", labels: s, statistics.framesIn + queueDrops),
+            .counter("streamlens_stage_frames_sent_total", "Frames the stage passed on (a sink stage: took)", labels: s, statistics.framesOut),
+            .counter("streamlens_stage_frames_dropped_total", "Frames dropped: queue (live mode, newest wins), error (could not be processed), stage (dropped on purpose)",
+                     labels: s + [("reason", "queue")], queueDrops),
+            .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "error")], errors),
+            .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "stage")], max(0, statistics.dropped - errors)),
+            .gauge("streamlens_stage_frames_per_second", "Frames received per second over the last 5 s", labels: s, rate),
+            .gauge("streamlens_stage_live", "1 when the stage runs in live mode (newest frame wins), 0 in lossless mode", labels: s, live ? 1 : 0),
+            .histogram("streamlens_stage_frame_age_seconds", "Pipeline running time when a frame leaves the stage minus the frame's own (live pipelines)",
+                       labels: s, statistics.ageHistogram),
+        ]
+        if let watchdog {
+            m.append(.counter("streamlens_source_restarts_total", "Restarts of the source by this watchdog", labels: s, watchdog.restarts))
+        }
+        for (key, count) in eventCounts.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            m.append(.counter("streamlens_events_total", "Events the stage added to frames, by type, zone and direction (lenszone: crossed in/out, entered, left)",
+                              labels: s + [("type", key[0]), ("zone", key[1]), ("direction", key[2])], count))
+        }
+        for var metric in stage.metrics {
+            metric.labels = s + metric.labels.filter { $0.name != "stage" }
+            m.append(metric)
+        }
+        MetricsRegistry.shared.publish(m, source: metricsSource)
     }
 
     private func postNotices() {

@@ -131,6 +131,8 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     /// The figures so far (interval reports).
     public var report: Report { state.withLock { $0.report } }
+    /// Connected now, and the messages waiting for the broker (metrics).
+    public var connection: (connected: Bool, queued: Int) { state.withLock { ($0.connected, $0.pendingCount + $0.inFlight) } }
 
     // MARK: callbacks, on libmosquitto's thread
 

@@ -137,6 +137,10 @@ public final class RTSPStage: Stage {
         return notices
     }
 
+    public var metrics: [Metric] {
+        [.gauge("streamlens_rtsp_clients", "RTSP clients watching (checked every 100 ms)", labels: [("mount", server.configuration.mount)], Double(clients))]
+    }
+
     public var summary: String? {
         "at most \(peakClients) client\(peakClients == 1 ? "" : "s") at once"
     }

@@ -82,6 +82,7 @@ public final class ClassifyStage: Stage {
     private var lastRun: [Int: Int] = [:]
     private var lastResult: [Int: (frame: Int, result: RegionResult)] = [:]
     private var inferenceTimes: [Double] = []
+    private var inferenceMetrics = InferenceMetrics()
     private var cropTimes: [Double] = []
     private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0)
     private var notices: [StageNotice] = []
@@ -175,6 +176,7 @@ public final class ClassifyStage: Stage {
             case .outputs(let outputs, let milliseconds):
                 let result = outputIndices.map { outputs[$0] }.withBuffers { decoder.decode($0) }
                 record(&inferenceTimes, milliseconds)
+                inferenceMetrics.observe(milliseconds: milliseconds)
                 first.results.append((job.region, result, job.placement))
                 if job.objectId >= 0 { lastResult[job.objectId] = (first.frame.index, result) }
             case .failed(let error):
@@ -235,6 +237,11 @@ public final class ClassifyStage: Stage {
     public var latencyNanoseconds: UInt64 {
         guard !inferenceTimes.isEmpty else { return 0 }
         return UInt64(inferenceTimes.sorted()[inferenceTimes.count / 2] * 2e6)
+    }
+
+    public var metrics: [Metric] {
+        inferenceMetrics.metrics(model: manifestPath, device: options.device, running: model)
+            + [.counter("streamlens_crops_total", "Region crops the second model ran on", counts.crops)]
     }
 
     public var summary: String? {

@@ -105,6 +105,7 @@ public final class DetectStage: Stage {
     /// `metadata=`: lensmetadata's writer.
     private var metadata: MetadataWriter?
     private var inferenceTimes: [Double] = []
+    private var inferenceMetrics = InferenceMetrics()
     /// Counts this stage in the process's thread budget (local models).
     private var modelUse: ModelUse?
     private var frameRate = FrameRateMeter()
@@ -229,6 +230,7 @@ public final class DetectStage: Stage {
     }
 
     private func recordInferenceTime(_ milliseconds: Double) {
+        inferenceMetrics.observe(milliseconds: milliseconds)
         inferenceTimes.append(milliseconds)
         if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
     }
@@ -296,6 +298,11 @@ public final class DetectStage: Stage {
     public func takeNotices() -> [StageNotice] {
         defer { notices = [] }
         return notices
+    }
+
+    public var metrics: [Metric] {
+        inferenceMetrics.metrics(model: manifestPath, device: options.device, running: model)
+            + [.counter("streamlens_regions_detected_total", "Regions the detector found (frames it ran on; interval= repeats are not counted)", found)]
     }
 
     public var summary: String? {

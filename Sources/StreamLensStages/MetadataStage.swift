@@ -105,4 +105,23 @@ public final class MetadataStage: Stage {
         defer { notices = [] }
         return notices
     }
+
+    /// MQTT: messages sent, dropped by reason, reconnects, connected, queued (the summary's
+    /// figures, as they are now).
+    public var metrics: [Metric] {
+        guard case .broker(let publisher, _) = output else { return [] }
+        let r = finalReport ?? publisher.report
+        let now = publisher.connection
+        let dropped = "streamlens_mqtt_messages_dropped_total", help = "MQTT messages not delivered: queue_full (broker away, max-queued reached), connection_lost (QoS 0 in flight), unsent_at_end, not_acknowledged (QoS 1)"
+        return [
+            .counter("streamlens_mqtt_messages_sent_total", "MQTT messages the broker took (QoS 1: acknowledged)", r.sent),
+            .counter(dropped, help, labels: [("reason", "queue_full")], r.droppedQueueFull),
+            .counter(dropped, help, labels: [("reason", "connection_lost")], r.lostWithConnection),
+            .counter(dropped, help, labels: [("reason", "unsent_at_end")], r.unsentAtEnd),
+            .counter(dropped, help, labels: [("reason", "not_acknowledged")], r.notAcknowledged),
+            .counter("streamlens_mqtt_reconnects_total", "Connections to the broker after the first", r.reconnects),
+            .gauge("streamlens_mqtt_connected", "1 while connected to the broker", now.connected ? 1 : 0),
+            .gauge("streamlens_mqtt_messages_queued", "MQTT messages waiting for the broker or its acknowledgement", Double(now.queued)),
+        ]
+    }
 }

@@ -131,6 +131,7 @@ public final class StylizeStage: Stage {
     /// Frames that went on untouched because no region matched (regions=inside).
     private var framesWithoutRegions = 0
     private var inferenceTimes: [Double] = []
+    private var inferenceMetrics = InferenceMetrics()
     private var frameTimes: [Double] = []
     private var shrinkTimes: [Double] = [], convertTimes: [Double] = [], blendTimes: [Double] = []
     /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
@@ -292,6 +293,7 @@ public final class StylizeStage: Stage {
         }
         let end = DispatchTime.now().uptimeNanoseconds
         record(&inferenceTimes, Double(times.convertStart - times.inferStart) / 1e6)
+        inferenceMetrics.observe(milliseconds: Double(times.convertStart - times.inferStart) / 1e6)
         record(&frameTimes, Double(end - times.start) / 1e6)
         record(&shrinkTimes, Double(times.inferStart - times.start) / 1e6)
         record(&convertTimes, Double(inferEnd - times.convertStart) / 1e6)
@@ -434,6 +436,11 @@ public final class StylizeStage: Stage {
         if let p = c.options.precision { text += " (\(p))" }
         if !c.styleImage.isEmpty { text += " with style \(c.styleImage)" }
         return text
+    }
+
+    public var metrics: [Metric] {
+        let c = stylizer.configuration
+        return inferenceMetrics.metrics(model: c.manifestPath, device: c.options.device, running: stylizer.runningModel)
     }
 
     public var latencyNanoseconds: UInt64 { latency.nanoseconds }

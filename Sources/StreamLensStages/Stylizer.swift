@@ -39,6 +39,8 @@ final class Stylizer {
     static let cachedSizes = 4
     /// Counts this stylizer in the process's thread budget (local models).
     private var modelUse: ModelUse?
+    /// One of the models it runs now (for the precision it reports).
+    var runningModel: (any ImageInference)? { models.first?.model }
     /// How the newest compiled model runs (precision, threads), for the stage summary.
     var settings: String { models.last?.model.settings ?? "" }
 

@@ -134,6 +134,12 @@ public final class TrackStage: Stage {
         return notices
     }
 
+    public var metrics: [Metric] {
+        [.counter("streamlens_tracks_confirmed_total", "Object ids given (tracks confirmed)", tracker.confirmedCount),
+         .gauge("streamlens_tracks", "Tracks alive now (tentative and confirmed)", Double(tracker.trackCount)),
+         .counter("streamlens_tracks_predicted_boxes_total", "Boxes reported at a track's predicted place (the detector missed it)", predictedReported)]
+    }
+
     public var summary: String? {
         guard !updateTimes.isEmpty else { return nil }
         let sorted = updateTimes.sorted()

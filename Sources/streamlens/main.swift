@@ -1,13 +1,15 @@
 import Foundation
 import StreamLensCore
 import StreamLensGst
+import StreamLensMetrics
 import StreamLensStages
 
 /// The `streamlens` command. Exit codes: 0 clean end of stream (also after Ctrl-C, once the
 /// output is finalized), 1 the pipeline failed, 2 a usage or spec error, 130 aborted.
 let usage = """
     usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--eos-timeout S] [--control -|SOCKET]
-                          [--control-elements] [--control-group GROUP] SPEC [NAME=value …]
+                          [--control-elements] [--control-group GROUP] [--metrics [ADDRESS:]PORT]
+                          SPEC [NAME=value …]
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
@@ -37,6 +39,8 @@ let usage = """
                         (those GStreamer marks changeable while playing or controllable), not only the
                         stages' live ones
         --control-group G   members of group G may use the control socket too (0660)
+        --metrics A     serve Prometheus metrics at http://A/metrics while running: PORT
+                        (on loopback) or ADDRESS:PORT (0.0.0.0:PORT: every interface, no password)
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
       models    third-party model files (Models/model-catalogue.json): list them, fetch and verify
@@ -79,6 +83,7 @@ func runCommand(_ args: [String]) -> Int32 {
         options.startTimeout = t
     }
     var rest: [String] = []
+    var metricsAddress: MetricsServer.Address?
     var i = 0
     while i < args.count {
         let a = args[i]
@@ -86,10 +91,12 @@ func runCommand(_ args: [String]) -> Int32 {
         case "-q", "--quiet": options.quiet = true
         case "-v", "--verbose": options.verbose = true
         case "--control-elements": options.controlAccess.otherElements = true
-        case "--mode", "--timeout", "--eos-timeout", "--control", "--control-group":
+        case "--mode", "--timeout", "--eos-timeout", "--control", "--control-group", "--metrics":
             guard i + 1 < args.count else { fail("\(a) needs a value", code: 2) }
             i += 1
-            if a == "--control" {
+            if a == "--metrics" {
+                do { metricsAddress = try MetricsServer.Address(parsing: args[i]) } catch { fail("\(error)", code: 2) }
+            } else if a == "--control" {
                 options.control = args[i] == "-" ? .standardInput : .socket(path: args[i])
             } else if a == "--control-group" {
                 options.controlAccess.group = args[i]
@@ -115,6 +122,19 @@ func runCommand(_ args: [String]) -> Int32 {
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
+    // Listening before the pipeline starts: a busy port fails the run before any output is
+    // opened, and a scraper sees the process (its memory, the stages as they come up) at once.
+    var metricsServer: MetricsServer?
+    if let metricsAddress {
+        do { metricsServer = try MetricsServer(address: metricsAddress) } catch { fail("\(error)", code: 2) }
+        let info = buildInfo()
+        _ = MetricsRegistry.shared.addCollector { ProcessMetrics.collect() + [info] }
+        if !metricsAddress.isLoopback {
+            writeStandardError("warning: serving metrics at \(metricsAddress.url) beyond this machine, to anyone who can reach it (no password)\n")
+        }
+        if !options.quiet { writeStandardError("metrics: \(metricsAddress.url)\n") }
+    }
+    defer { metricsServer?.stop() }
     if options.verbose {
         if !sources.isEmpty { writeStandardError("variables: \(sources.joined(separator: ", "))\n") }
         writeStandardError("pipeline: \(text)\n")
@@ -124,6 +144,13 @@ func runCommand(_ args: [String]) -> Int32 {
         writeStandardError("interrupted: end of stream reached, output finalized\n")
     }
     return outcome.exitCode
+}
+
+let version = "0.1"
+/// `streamlens_build_info{version, gstreamer} 1`, the usual info metric.
+func buildInfo() -> Metric {
+    .gauge("streamlens_build_info", "StreamLens and GStreamer versions (the value is 1)",
+           labels: [("version", version), ("gstreamer", GStreamer.versionString)], 1)
 }
 
 func inspectCommand(_ args: [String]) -> Int32 {
@@ -206,7 +233,7 @@ case "models": exit(modelsCommand(arguments))
 case "-h", "--help", "help": printOut(usage); exit(0)
 case "--version":
     initialize()
-    printOut("streamlens 0.1 (\(GStreamer.versionString))")
+    printOut("streamlens \(version) (\(GStreamer.versionString))")
     exit(0)
 default: fail("unknown command \(command)\n\n\(usage)", code: 2)
 }

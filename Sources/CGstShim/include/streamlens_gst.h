@@ -163,7 +163,11 @@ void sl_stage_publish_string(GstElement *stage, guint index, const char *value);
 // (`lenspass stage_src::is-live=false`), which would hang or break the bridge.
 gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
-void sl_stage_configure_queue(GstElement *stage, gboolean live);
+/// The inner appsink's queue: lossless (SL_LOSSLESS_QUEUE frames, upstream waits) or live (the
+/// newest frame wins: 1 frame, older ones dropped); `setting_up`: live, but holding up to
+/// SL_SETUP_QUEUE frames (while the stage sets up on its first frame: nothing blocks upstream).
+#define SL_SETUP_QUEUE 30
+void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting_up);
 
 // ---- Stage pads (stage_pads.c) -----------------------------------------------------------
 // What a stage's pads answer (latency, caps), count, and refuse; the tags they hand on.

@@ -1,0 +1,220 @@
+import Foundation
+import StreamLensCore
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// `streamlens run --metrics ADDRESS:PORT`: serves `GET /metrics` in Prometheus' text format
+/// (`MetricsRegistry.shared`, rendered at each scrape) over plain HTTP/1.1, one answer per
+/// connection (`Connection: close`, which is what Prometheus' scraper and curl handle best with
+/// no keep-alive state to bound).
+///
+/// Why a server of our own on POSIX sockets: the page is a few KB of text, asked every few
+/// seconds by one scraper; what matters is that no client can hurt the pipeline. Each
+/// connection gets its own short-lived thread, at most `maxConnections` at once (more are
+/// answered 503 at once), a request of at most 8 KB, and 5 s for the whole exchange: a client
+/// that connects and says nothing, or reads its answer a byte at a time, costs one thread for
+/// 5 s and nothing else. Only GET and HEAD of /metrics (and / for a pointer) are served.
+public final class MetricsServer: Sendable {
+    public struct Address: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+
+        /// "PORT" (loopback), "ADDRESS:PORT", "[IPv6]:PORT"; numeric addresses only, like lensrtsp.
+        public init(parsing text: String) throws {
+            var host = "127.0.0.1", portText = text
+            if text.hasPrefix("[") {
+                guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                    throw MetricsServerError("--metrics \(text): an IPv6 address goes in brackets, then :PORT ([::1]:9464)")
+                }
+                host = String(text[text.index(after: text.startIndex)..<close])
+                portText = String(text[text.index(close, offsetBy: 2)...])
+            } else if let colon = text.lastIndex(of: ":") {
+                host = String(text[..<colon])
+                portText = String(text[text.index(after: colon)...])
+                guard !host.contains(":") else { throw MetricsServerError("--metrics \(text): an IPv6 address goes in brackets, then :PORT ([::1]:9464)") }
+            }
+            guard let port = Int(portText), (1...65535).contains(port) else {
+                throw MetricsServerError("--metrics \(text): the port must be a number from 1 to 65535 (--metrics 9464 or --metrics 127.0.0.1:9464)")
+            }
+            guard !host.isEmpty else { throw MetricsServerError("--metrics \(text): the address is empty (--metrics 127.0.0.1:\(port))") }
+            self.host = host
+            self.port = port
+        }
+
+        public var url: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)/metrics" }
+        public var isLoopback: Bool { host == "::1" || host.hasPrefix("127.") }
+    }
+
+    public let address: Address
+    public static let maxConnections = 8
+    static let exchangeTimeout: Double = 5
+    static let maxRequestBytes = 8192
+
+    private let listener: Int32
+    private let stopping = Atomic<Bool>(false)
+    private let open = Atomic<Int>(0)
+    private let registry: MetricsRegistry
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// Binds and listens now (a busy port or a bad address is an error before the pipeline
+    /// starts); serves on its own thread until `stop()`.
+    public init(address: Address, registry: MetricsRegistry = .shared) throws {
+        self.address = address
+        self.registry = registry
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE
+        var found: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(address.host, String(address.port), &hints, &found)
+        guard status == 0, let a = found else {
+            throw MetricsServerError("--metrics: \(address.host) is not a numeric IP address (127.0.0.1, 0.0.0.0, ::1)")
+        }
+        defer { freeaddrinfo(found) }
+        let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+        guard fd >= 0 else { throw MetricsServerError("--metrics: no socket (\(String(cString: strerror(errno))))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
+            let e = errno
+            close(fd)
+            let why = e == EADDRINUSE ? "the port is in use (another program listens there)"
+                : e == EADDRNOTAVAIL ? "this machine has no such address" : String(cString: strerror(e))
+            throw MetricsServerError("--metrics \(address.host):\(address.port): cannot listen: \(why)")
+        }
+        guard listen(fd, 16) == 0 else {
+            let e = errno
+            close(fd)
+            throw MetricsServerError("--metrics \(address.host):\(address.port): cannot listen: \(String(cString: strerror(e)))")
+        }
+        listener = fd
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "streamlens-metrics"
+        thread.start()
+    }
+
+    /// Stops accepting and closes the socket (connections being answered finish on their own).
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        _ = stopped.wait(timeout: .now() + 1)
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        defer { stopped.signal() }
+        while !stopping.load(ordering: .relaxed) {
+            var p = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 200) > 0 else { continue }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            if open.add(1, ordering: .relaxed).newValue > Self.maxConnections {
+                open.subtract(1, ordering: .relaxed)
+                Self.setTimeout(client, 1)
+                Self.send(client, Self.response(status: "503 Service Unavailable", body: "too many connections\n"))
+                close(client)
+                continue
+            }
+            let thread = Thread { [self] in
+                defer { open.subtract(1, ordering: .relaxed); close(client) }
+                serve(client)
+            }
+            thread.name = "streamlens-metrics-client"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        Self.setTimeout(fd, Self.exchangeTimeout)
+        let deadline = Date().addingTimeInterval(Self.exchangeTimeout)
+        var request = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 2048)
+        while Self.headerEnd(request) == nil {
+            guard request.count < Self.maxRequestBytes, Date() < deadline else {
+                Self.send(fd, Self.response(status: "431 Request Header Fields Too Large", body: "request too large\n"))
+                Self.closeGracefully(fd)
+                return
+            }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return } // closed, or nothing within the timeout
+            request += chunk[0..<n]
+        }
+        Self.send(fd, answer(to: String(decoding: request, as: UTF8.self)))
+        Self.closeGracefully(fd)
+    }
+
+    /// Ends the answer, then reads what the client still sends (a body, the rest of a request
+    /// too large) for a moment, at most 64 KB: closing with unread bytes would reset the
+    /// connection, and the client could lose the answer.
+    private static func closeGracefully(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        setTimeout(fd, 1)
+        var sink = [UInt8](repeating: 0, count: 4096), total = 0
+        while total < 65536 {
+            let n = sink.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return }
+            total += n
+        }
+    }
+
+    /// The answer to one request's head.
+    func answer(to head: String) -> [UInt8] {
+        let line = head.split(separator: "\r\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else {
+            return Self.response(status: "400 Bad Request", body: "bad request line\n")
+        }
+        let method = parts[0], target = parts[1]
+        guard method == "GET" || method == "HEAD" else {
+            return Self.response(status: "405 Method Not Allowed", body: "only GET and HEAD\n", extra: "Allow: GET, HEAD\r\n")
+        }
+        let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        let body: String, type: String
+        switch path {
+        case "/metrics":
+            body = registry.exposition()
+            type = "text/plain; version=0.0.4; charset=utf-8"
+        case "/":
+            body = "StreamLens: metrics at /metrics\n"
+            type = "text/plain; charset=utf-8"
+        default:
+            return Self.response(status: "404 Not Found", body: "not found: metrics are at /metrics\n")
+        }
+        return Self.response(status: "200 OK", body: body, type: type, headOnly: method == "HEAD")
+    }
+
+    static func response(status: String, body: String, type: String = "text/plain; charset=utf-8", extra: String = "", headOnly: Bool = false) -> [UInt8] {
+        let bytes = Array(body.utf8)
+        let head = "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)\r\n\(extra)Connection: close\r\n\r\n"
+        return Array(head.utf8) + (headOnly ? [] : bytes)
+    }
+
+    static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    private static func send(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    private static func setTimeout(_ fd: Int32, _ seconds: Double) {
+        var t = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
+    }
+}
+
+public struct MetricsServerError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ text: String) { description = text }
+}
