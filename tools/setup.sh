@@ -2,8 +2,9 @@
 # StreamLens set-up: everything the project needs on a Debian 12 machine, idempotently.
 #
 #   1. Debian packages: GStreamer 1.22 (dev headers, plugins, tools, gst-rtsp-server) and ffmpeg
-#      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker and
-#      mosquitto_sub for the MQTT tests (no system broker left running).
+#      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker,
+#      mosquitto_sub and mosquitto_passwd for the MQTT tests (no system broker left running),
+#      and openssl for their TLS certificates.
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -52,6 +53,8 @@ APT_PACKAGES=(
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
+  # The MQTT TLS tests make a throwaway CA and broker certificate with it
+  openssl
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
