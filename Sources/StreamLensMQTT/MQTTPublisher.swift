@@ -315,6 +315,9 @@ public final class MQTTPublisher: @unchecked Sendable {
             host = c.location.host; port = Int32(c.location.port)
             self.owner = owner
             running = true
+            // Connecting from now, not from when the queue runs the attempt: a stream that ends
+            // before then still waits for it (and for its outcome's words in the summary).
+            owner.connectStarting()
             // Off the caller's thread: name resolution and the first attempt never hold it.
             retries.async { self.connect(delay: 1) }
         }
