@@ -2,9 +2,10 @@
 # StreamLens set-up: everything the project needs on a Debian 12 machine, idempotently.
 #
 #   1. Debian packages: GStreamer 1.22 (dev headers, plugins, tools, gst-rtsp-server) and ffmpeg
-#      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker and
-#      mosquitto_sub for the MQTT tests, Prometheus' promtool for the metrics tests (no system
-#      broker or Prometheus server left running).
+#      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker,
+#      mosquitto_sub and mosquitto_passwd for the MQTT tests and openssl for their TLS
+#      certificates; Prometheus' promtool and curl for the metrics tests (no system broker or
+#      Prometheus server left running).
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -55,6 +56,8 @@ APT_PACKAGES=(
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
   # curl scrapes `streamlens run --metrics` in the tests and the README's example
   curl
+  # The MQTT TLS tests make a throwaway CA and broker certificate with it
+  openssl
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

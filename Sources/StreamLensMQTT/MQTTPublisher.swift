@@ -42,6 +42,12 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     private struct State {
         var connected = false
+        /// The first connection is being made (mosquitto_connect_async called, no answer yet):
+        /// the end of stream waits for it as for a connection, a short stream not outrunning it.
+        var connecting = false
+        /// libmosquitto's first error-level log line since it was last used: OpenSSL's reason
+        /// for a TLS failure, which mosquitto_strerror only calls "A TLS error occurred".
+        var libraryError: String?
         /// In the connect callback, sending what was queued: new messages queue behind it.
         var draining = false
         var pending: [Data] = []
@@ -111,12 +117,15 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
     }
 
-    /// End of stream: waits up to `timeout` seconds, while connected, for what is queued and
-    /// in flight, then disconnects. The report counts what never made it.
+    /// End of stream: waits up to `timeout` seconds, while connected (or while the first
+    /// connection is being made), for what is queued and in flight, then disconnects. The
+    /// report counts what never made it.
     public func finish(timeout: Double = 2) -> Report {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
         while DispatchTime.now().uptimeNanoseconds < deadline {
-            let busy = state.withLock { s in s.connected && (s.pendingCount > 0 || s.inFlight > 0 || s.draining) }
+            let busy = state.withLock { s in
+                (s.connected && (s.pendingCount > 0 || s.inFlight > 0 || s.draining)) || (s.connecting && s.pendingCount > 0)
+            }
             guard busy else { break }
             usleep(10_000)
         }
@@ -138,11 +147,11 @@ public final class MQTTPublisher: @unchecked Sendable {
 
     fileprivate func connected(_ rc: Int32) {
         guard rc == 0 else {
-            let why = String(cString: mosquitto_connack_string(rc))
-            state.withLock { $0.report.lastError = "the broker refused the connection: \(why)" }
+            let why = refusal(rc)
+            state.withLock { s in s.connecting = false; s.report.lastError = why }
             return
         }
-        state.withLock { s in s.connected = true; s.draining = true; s.report.connections += 1 }
+        state.withLock { s in s.connected = true; s.connecting = false; s.draining = true; s.libraryError = nil; s.report.connections += 1 }
         // Send what queued while away, in order; what the worker adds meanwhile queues behind.
         while true {
             let batch: ArraySlice<Data>? = state.withLock { s in
@@ -159,8 +168,17 @@ public final class MQTTPublisher: @unchecked Sendable {
     fileprivate func disconnected(_ rc: Int32) {
         state.withLock { s in
             s.connected = false
+            s.connecting = false
             s.draining = false
-            if rc != 0 { s.report.lastError = "connection lost (\(Client.describe("network loop", rc)))" }
+            if rc == MOSQ_ERR_TLS.rawValue {
+                s.report.lastError = tlsFailure(s.libraryError)
+                s.libraryError = nil
+            } else if rc == MOSQ_ERR_CONN_REFUSED.rawValue {
+                // The broker's CONNACK said no: the connect callback has already said why
+                // (libmosquitto's own words here, "The connection was refused", sound like no broker).
+            } else if rc != 0 {
+                s.report.lastError = "connection lost (\(Client.describe("network loop", rc)))"
+            }
             // libmosquitto resends QoS 1 messages after reconnecting; QoS 0 ones it held are gone.
             if configuration.qos == 0 { s.report.lostWithConnection += s.inFlight; s.inFlight = 0 }
         }
@@ -173,8 +191,70 @@ public final class MQTTPublisher: @unchecked Sendable {
         }
     }
 
-    fileprivate func connectFailed(_ why: String) {
-        state.withLock { $0.report.lastError = why }
+    fileprivate func connectStarting() {
+        state.withLock { $0.connecting = true }
+    }
+
+    fileprivate func connectFailed(_ call: String, _ rc: Int32) {
+        state.withLock { s in
+            s.connecting = false
+            if rc == MOSQ_ERR_TLS.rawValue {
+                s.report.lastError = tlsFailure(s.libraryError)
+                s.libraryError = nil
+            } else {
+                s.report.lastError = Client.describe(call, rc)
+            }
+        }
+    }
+
+    /// An error-level line of libmosquitto's log (kept: the first since the last was used).
+    /// While a TLS connection is being made it is the handshake's failure: libmosquitto's thread
+    /// then ends without a disconnect callback (it takes TLS errors for fatal), so this line is
+    /// the only word of it.
+    fileprivate func libraryLogged(_ line: String) {
+        state.withLock { s in
+            if s.libraryError == nil { s.libraryError = line }
+            if s.connecting && configuration.location.tls {
+                s.connecting = false
+                s.report.lastError = tlsFailure(s.libraryError)
+            }
+        }
+    }
+
+    /// A refused CONNACK in words: "the broker refused the credentials of user camera: not
+    /// authorised" (never the password).
+    private func refusal(_ rc: Int32) -> String {
+        var why = Substring(String(cString: mosquitto_connack_string(rc))) // "Connection Refused: not authorised."
+        if why.hasPrefix("Connection Refused: ") { why = why.dropFirst("Connection Refused: ".count) }
+        while why.hasSuffix(".") { why = why.dropLast() }
+        // 4: bad user name or password, 5: not authorised (what mosquitto answers to both).
+        guard rc == 4 || rc == 5 else { return "the broker refused the connection: \(why)" }
+        if let credentials = configuration.credentials {
+            return "the broker refused the credentials of user \(credentials.user): \(why)"
+        }
+        return "the broker refused the connection: \(why) (no credentials given: set credentials= or STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD)"
+    }
+
+    /// A TLS failure in words, with OpenSSL's reason from libmosquitto's log line
+    /// ("OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed",
+    /// "Error: host name verification failed."): "TLS: certificate verify failed, …".
+    private func tlsFailure(_ logged: String?) -> String {
+        var reason = Substring(logged ?? "")
+        if let r = reason.range(of: "]: "), reason.hasPrefix("OpenSSL Error[") { reason = reason[r.upperBound...] }
+        if reason.hasPrefix("error:"), let colon = reason.lastIndex(of: ":") { reason = reason[reason.index(after: colon)...] }
+        if reason.hasPrefix("Error: ") { reason = reason.dropFirst("Error: ".count) }
+        while reason.hasSuffix(".") { reason = reason.dropLast() }
+        let text = reason.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return "TLS: the handshake with the broker failed" }
+        if text.contains("certificate verify failed") {
+            return "TLS: \(text), the broker's certificate checked against " + (configuration.caFile.isEmpty
+                ? "the system's CA certificates (/etc/ssl/certs; set ca-file= for a private CA)"
+                : "ca-file \(configuration.caFile)")
+        }
+        if text.contains("host name verification failed") {
+            return "TLS: \(text), the broker's certificate is not for \(configuration.location.host)"
+        }
+        return "TLS: \(text)"
     }
 
     /// Owns the `struct mosquitto *`; the C callbacks find the publisher through its `obj`.
@@ -219,6 +299,11 @@ public final class MQTTPublisher: @unchecked Sendable {
                 guard let obj else { return }
                 Unmanaged<MQTTPublisher>.fromOpaque(obj).takeUnretainedValue().published()
             }
+            // Error-level lines only (MOSQ_LOG_ERR, 1<<3): OpenSSL's reason for a TLS failure.
+            mosquitto_log_callback_set(handle) { _, obj, level, line in
+                guard level & 8 != 0, let obj, let line else { return }
+                Unmanaged<MQTTPublisher>.fromOpaque(obj).takeUnretainedValue().libraryLogged(String(cString: line))
+            }
             if let credentials = c.credentials {
                 try check("mosquitto_username_pw_set", mosquitto_username_pw_set(handle, credentials.user, credentials.password))
             }
@@ -232,6 +317,9 @@ public final class MQTTPublisher: @unchecked Sendable {
             host = c.location.host; port = Int32(c.location.port)
             self.owner = owner
             running = true
+            // Connecting from now, not from when the queue runs the attempt: a stream that ends
+            // before then still waits for it (and for its outcome's words in the summary).
+            owner.connectStarting()
             // Off the caller's thread: name resolution and the first attempt never hold it.
             retries.async { self.connect(delay: 1) }
         }
@@ -246,9 +334,10 @@ public final class MQTTPublisher: @unchecked Sendable {
         /// mosquitto_connect_async, then libmosquitto's thread; when the broker is away, again
         /// after `delay` seconds (doubling, at most 10), off the caller's thread.
         private func connect(delay: Double) {
+            owner?.connectStarting()
             let rc = mosquitto_connect_async(handle, host, port, 30)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                owner?.connectFailed(Self.describe("mosquitto_connect_async", rc))
+                owner?.connectFailed("mosquitto_connect_async", rc)
                 retries.asyncAfter(deadline: .now() + delay) { [weak self] in
                     guard let self, self.running, !self.loopStarted else { return }
                     self.connect(delay: min(delay * 2, 10))
@@ -256,7 +345,7 @@ public final class MQTTPublisher: @unchecked Sendable {
                 return
             }
             let loop = mosquitto_loop_start(handle)
-            if loop != MOSQ_ERR_SUCCESS.rawValue { owner?.connectFailed(Self.describe("mosquitto_loop_start", loop)); return }
+            if loop != MOSQ_ERR_SUCCESS.rawValue { owner?.connectFailed("mosquitto_loop_start", loop); return }
             loopStarted = true
         }
         private var loopStarted = false

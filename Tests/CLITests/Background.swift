@@ -7,11 +7,12 @@ final class Background {
     let directory: URL
     private let out: FileHandle, err: FileHandle
 
-    static func streamlens(_ args: [String], environment: [String: String]? = nil) throws -> Background {
-        try Background(CLI.binary, args, environment: environment)
+    static func streamlens(_ args: [String], environment: [String: String]? = nil, standardInput: Pipe? = nil) throws -> Background {
+        try Background(CLI.binary, args, environment: environment, standardInput: standardInput)
     }
 
-    init(_ executable: URL, _ args: [String], environment: [String: String]? = nil) throws {
+    /// `standardInput`: a pipe the test writes to (fdsrc), else /dev/null.
+    init(_ executable: URL, _ args: [String], environment: [String: String]? = nil, standardInput: Pipe? = nil) throws {
         directory = try scratchDirectory()
         let o = directory.appendingPathComponent("stdout"), e = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: o.path, contents: nil)
@@ -24,7 +25,7 @@ final class Background {
         process.currentDirectoryURL = CLI.packageRoot
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = standardInput ?? FileHandle.nullDevice
         try process.run()
     }
 

@@ -4,12 +4,22 @@ import Foundation
 /// leaves no system broker running), and `mosquitto_sub` capturing what reaches a topic filter.
 /// Everything waited for is an event (the port answers, the broker acknowledges the
 /// subscription, N messages arrived), each with a bound.
+///
+/// `configuration` adds lines to the broker's configuration (TLS, a password file, persistence),
+/// `clientArguments` to every mosquitto_sub and mosquitto_pub (--cafile, -u/-P); the files they
+/// name go in `directory` (`makeCertificates`, `addUser`).
 final class MQTTBroker {
     static let executable = "/usr/sbin/mosquitto"
     static var available: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+    /// openssl (TLS tests) and mosquitto_passwd (credentials tests).
+    static var toolsAvailable: Bool {
+        ["/usr/bin/openssl", "/usr/bin/mosquitto_passwd"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    }
 
     let port: Int
     let directory: URL
+    var configuration: [String] = []
+    var clientArguments: [String] = []
     private var broker: Process?
     private var subscriber: Process?
     private var logCount = 0
@@ -17,10 +27,51 @@ final class MQTTBroker {
     init(port: Int = freeLoopbackPort()) throws {
         self.port = port
         directory = try scratchDirectory()
-        // log_type all: the broker says when a subscription is acknowledged (SUBACK), which is
-        // what a test waits for before it publishes.
-        let conf = "listener \(port) 127.0.0.1\nallow_anonymous true\nlog_dest stderr\nlog_type all\n"
-        try conf.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+    }
+
+    /// The configuration file, written at each start. log_type all: the broker says when a
+    /// subscription is acknowledged (SUBACK), which is what a test waits for before it publishes.
+    /// `user`: as the test's own user (root drops to user mosquitto by default, which could not
+    /// read the test's key, password file or persistence folder).
+    private func writeConfiguration() throws {
+        let user = getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? "mosquitto"
+        let lines = ["listener \(port) 127.0.0.1", "log_dest stderr", "log_type all", "user \(user)"]
+            + (configuration.contains { $0.hasPrefix("allow_anonymous") } ? [] : ["allow_anonymous true"]) + configuration
+        try (lines.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+    }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// A throwaway CA, a server certificate it signed for 127.0.0.1 (subjectAltName
+    /// IP:127.0.0.1) with its key, and a second CA that signed nothing, made with openssl.
+    struct Certificates { var ca: String, certificate: String, key: String, otherCA: String }
+    func makeCertificates() throws -> Certificates {
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for (name, subject) in [("ca", "/CN=StreamLens test CA"), ("other-ca", "/CN=StreamLens unrelated CA")] {
+            try tool("/usr/bin/openssl", ["req", "-x509"] + ec + ["-keyout", "\(name).key", "-out", "\(name).pem", "-days", "2", "-subj", subject])
+        }
+        try tool("/usr/bin/openssl", ["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
+        try "subjectAltName=IP:127.0.0.1\n".write(to: directory.appendingPathComponent("server.ext"), atomically: true, encoding: .utf8)
+        try tool("/usr/bin/openssl", ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                                      "-out", "server.pem", "-days", "2", "-extfile", "server.ext"])
+        return Certificates(ca: path("ca.pem"), certificate: path("server.pem"), key: path("server.key"), otherCA: path("other-ca.pem"))
+    }
+
+    /// Adds a user to the password file `passwords` (mosquitto_passwd -b; -c the first time).
+    func addUser(_ user: String, password: String) throws {
+        let file = path("passwords")
+        try tool("/usr/bin/mosquitto_passwd", ["-b"] + (FileManager.default.fileExists(atPath: file) ? [] : ["-c"]) + [file, user, password])
+    }
+
+    /// Runs a tool in `directory` to its end (bounded); throws with its output when it fails.
+    private func tool(_ path: String, _ args: [String], timeout: Double = 30) throws {
+        let p = try spawn(path, args, log: "tool.log")
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning, Date() < deadline { usleep(10_000) }
+        if p.isRunning { Self.end(p, SIGKILL) }
+        guard !p.isRunning, p.terminationStatus == 0 else {
+            throw BrokerError("\(path) \(args.joined(separator: " ")) failed: \(read("tool.log"))")
+        }
     }
 
     deinit {
@@ -38,6 +89,7 @@ final class MQTTBroker {
         p.standardOutput = handle
         p.standardError = handle
         p.standardInput = FileHandle.nullDevice
+        p.currentDirectoryURL = directory
         try p.run()
         try? handle.close()
         return p
@@ -49,6 +101,7 @@ final class MQTTBroker {
 
     /// Starts the broker (again, after `kill`) and waits until its port accepts a connection.
     func start(timeout: Double = 10) throws {
+        try writeConfiguration()
         logCount += 1
         broker = try spawn(Self.executable, ["-c", directory.appendingPathComponent("mosquitto.conf").path], log: "broker\(logCount).log")
         let deadline = Date().addingTimeInterval(timeout)
@@ -76,11 +129,12 @@ final class MQTTBroker {
     }
 
     /// `mosquitto_sub -t filter -v` into a fresh file (messages are "topic payload" lines);
-    /// returns when the broker has acknowledged the subscription.
-    func subscribe(_ filter: String = "streamlens/#", timeout: Double = 10) throws {
+    /// returns when the broker has acknowledged the subscription. `extra`: more arguments for
+    /// this subscriber only (e.g. a persistent session's -i ID -c -q 1).
+    func subscribe(_ filter: String = "streamlens/#", extra: [String] = [], timeout: Double = 10) throws {
         if let subscriber, subscriber.isRunning { Self.end(subscriber, SIGKILL) }
         let before = read("broker\(logCount).log").components(separatedBy: "Sending SUBACK").count
-        subscriber = try spawn("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", String(port), "-t", filter, "-v"],
+        subscriber = try spawn("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", String(port), "-t", filter, "-v"] + clientArguments + extra,
                                log: "messages\(logCount).txt")
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
@@ -89,6 +143,15 @@ final class MQTTBroker {
         }
         throw BrokerError("mosquitto_sub's subscription was not acknowledged: \(read("broker\(logCount).log").suffix(400))")
     }
+
+    /// Publishes one message with mosquitto_pub (to its end, bounded): a sentinel that shows the
+    /// subscriber is there, so that "nothing else arrived" means something.
+    func publish(_ payload: String, topic: String = "streamlens/test") throws {
+        try tool("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-m", payload] + clientArguments)
+    }
+
+    /// The broker's log since its last start.
+    var log: String { read("broker\(logCount).log") }
 
     /// Stops the subscriber (its file stays). SIGKILL: mosquitto_sub whose broker is gone sat
     /// through SIGTERM here.

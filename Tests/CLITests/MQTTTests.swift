@@ -82,6 +82,59 @@ struct MQTTTests {
         #expect(summary.contains("Connection refused"), "\(summary)")
     }
 
+    /// max-queued=10 while the broker is away, 60 frames, then the broker: exactly the last 10
+    /// messages (frames 50…59) reach it, and the summary counts 10 sent and 50 dropped as the
+    /// queue overflowed. Nothing here waits for a time, only for events: the frames come from
+    /// standard input (fdsrc), all 60 written at once, and the stream ends only when the test
+    /// closes it; a second lensmetadata after the MQTT one writes a file, whose 60th line says
+    /// every message was queued; then the broker starts, and the test waits for the 10 messages
+    /// before it ends the stream. The subscriber's session is a persistent one (clean session
+    /// off, QoS 1, the broker's persistence and queue_qos0_messages), made before the broker
+    /// went away: whether the publisher's next retry (1 s, doubling to 10 s) comes before the
+    /// subscriber is back or after, the broker keeps the messages for it. (The broker saves its
+    /// sessions on every change, autosave_on_changes: the test's children cannot get SIGTERM, a
+    /// child of Foundation's Process inherits it blocked, so the broker is SIGKILLed once its log
+    /// says it saved after acknowledging the subscription.)
+    @Test func queueBoundWhileTheBrokerIsAway() throws {
+        let broker = try MQTTBroker()
+        broker.configuration = ["persistence true", "persistence_location \(broker.directory.path)/", "autosave_on_changes true",
+                                "autosave_interval 1", "queue_qos0_messages true"]
+        let session = ["-i", "streamlens-queue-test", "-c", "-q", "1"]
+        try broker.start()
+        try broker.subscribe(extra: session)
+        func savedAfterSubscribing() -> Bool {
+            broker.log.components(separatedBy: "Sending SUBACK").last?.contains("Saving in-memory database") == true
+        }
+        let saveDeadline = Date().addingTimeInterval(10)
+        while !savedAfterSubscribing(), Date() < saveDeadline { usleep(20_000) }
+        try #require(savedAfterSubscribing(), "the broker saved no session: \(broker.log.suffix(400))")
+        broker.unsubscribe()
+        broker.kill()
+
+        let frames = 60, width = 16, height = 16
+        let progress = broker.path("progress.jsonl")
+        let input = Pipe()
+        let run = try Background.streamlens(["run", "fdsrc ! rawvideoparse format=rgb width=\(width) height=\(height) framerate=30/1 ! lensmetadata location=mqtt://127.0.0.1:\(broker.port)/streamlens/test max-queued=10 ! lensmetadata location=\(progress) ! fakesink"],
+                                            standardInput: input)
+        // 46 KB: within a pipe's buffer, so the write never waits for the reader.
+        try input.fileHandleForWriting.write(contentsOf: Data(count: frames * width * height * 3))
+        func lines() -> Int { ((try? String(contentsOfFile: progress, encoding: .utf8)) ?? "").split(separator: "\n").count }
+        let deadline = Date().addingTimeInterval(60)
+        while lines() < frames, run.isRunning, Date() < deadline { usleep(20_000) }
+        try #require(lines() == frames && run.isRunning, "\(lines()) of \(frames) frames through: \(run.stderr)")
+
+        try broker.start()
+        try broker.subscribe(extra: session)
+        #expect(broker.waitForMessages(10, timeout: 60), "\(broker.messages().count) messages: \(run.stderr)")
+        try input.fileHandleForWriting.close()
+        #expect(run.waitForExit(timeout: 30))
+        let (status, stderr, timedOut) = run.stop()
+        #expect(status == 0 && !timedOut, "\(stderr)")
+        let summary = Self.summary(of: stderr) ?? ""
+        #expect(summary.contains("mqtt://127.0.0.1:\(broker.port)/streamlens/test: 10 sent, 50 dropped (50 queue full while the broker was away), 0 reconnects"), "\(stderr)")
+        #expect(broker.messages().compactMap { $0["frame"] as? Int } == Array(50..<60))
+    }
+
     /// QoS 1: every message acknowledged before the run ends; publish=regions: frames without
     /// regions (videotestsrc has no faces) make no message.
     @Test func qos1AndPublishRegions() throws {
