@@ -44,8 +44,9 @@ public final class SnapshotStage: Stage {
             PropertySpec("quality", .int(1...100), default: .int(85), help: "JPEG quality (jpegenc's)"),
             PropertySpec("min-gap", .double(0...86_400), default: .double(0),
                          help: "seconds of stream time between snapshots of one object (crops) or of the frame; those suppressed are counted (0: no limit)"),
-            PropertySpec("max-folder-bytes", .int(0...(1 << 50)), default: .int(0),
-                         help: "bytes this stage's snapshots (JPEG + JSON, with this path pattern) may take in the folders it writes into: the oldest pairs are deleted to make room; other files are never counted nor touched (0: no limit)"),
+            // A string, not an int: GObject int properties stop at 2^31 (2 GB), and 500M reads better.
+            PropertySpec("max-folder-bytes", .string, default: .string("0"),
+                         help: "bytes (or 500K, 200M, 2G: powers of 1000) this stage's snapshots (JPEG + JSON, with this path pattern) may take in the folders it writes into: the oldest pairs are deleted to make room; other files are never counted nor touched (0: no limit)"),
             .reading("snapshots", help: "snapshots written so far"),
         ])
 
@@ -96,7 +97,18 @@ public final class SnapshotStage: Stage {
             pattern = try SnapshotPattern(property: settings.string("path"))
             quality = settings.int("quality")
             minGapNanoseconds = UInt64((settings.double("min-gap") * 1e9).rounded())
-            maxFolderBytes = settings.int("max-folder-bytes")
+            maxFolderBytes = try Self.bytes(settings.string("max-folder-bytes"))
+        }
+
+        /// "20000", "500K", "200M", "2G" (powers of 1000).
+        static func bytes(_ text: String) throws -> Int {
+            let t = text.trimmingCharacters(in: .whitespaces).uppercased()
+            let scale: [Character: Double] = ["K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12]
+            let (digits, factor) = t.last.flatMap { scale[$0] }.map { (String(t.dropLast()), $0) } ?? (t, 1)
+            guard let v = Double(digits), v.isFinite, v >= 0, v * factor < 1e18 else {
+                throw StageError("property max-folder-bytes=\(text) is not a size: write bytes, or a number with K, M or G (e.g. 500M); 0 for no limit")
+            }
+            return Int((v * factor).rounded())
         }
 
         private static func zoneEventTypesContain(_ e: String) -> Bool { SnapshotStage.zoneEventTypes.contains(e) }
@@ -244,7 +256,9 @@ public final class SnapshotStage: Stage {
                                     time: frame.pts.map { Double($0) / 1e9 }, wallTime: Self.iso8601(wall),
                                     width: f.width, height: f.height, crop: isCrop ? rect : nil,
                                     objectId: region?.objectId, detections: regions.map(MetadataWriter.Region.init))
-        writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record))
+        // Live (the frame has an age): never wait; a file: wait for a place (SnapshotWriter).
+        writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record),
+                      wait: frame.ageOnArrival == nil ? 10 : 0)
     }
 
     /// Local time with its offset and milliseconds: 2026-12-02T09:15:03.250+01:00.

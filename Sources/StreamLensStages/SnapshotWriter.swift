@@ -45,10 +45,12 @@ struct SnapshotRecord: Encodable, Sendable {
     }
 }
 
-/// Encodes and writes lenssnapshot's pictures on a serial queue of its own, so that neither
-/// JPEG encoding nor the disk ever holds a frame back: the stage hands over a copy of the pixels
-/// and goes on. At most `maxPending` snapshots wait; beyond that one is skipped and counted (a
-/// disk slower than the triggers loses snapshots, never frames).
+/// Encodes and writes lenssnapshot's pictures on a serial queue of its own: the stage hands over
+/// a copy of the pixels and goes on. At most `maxPending` snapshots wait. Beyond that, a live
+/// stream's snapshot is skipped and counted (a disk slower than the triggers loses snapshots,
+/// never frames); a file's (a lossless run: the frames have no age on arrival) waits for a
+/// place, up to 10 s, so that a run over a file writes the same snapshots on a fast machine and
+/// a slow one — the decoder, not the disk, would otherwise decide which triggers are kept.
 final class SnapshotWriter: Sendable {
     struct Job: Sendable {
         /// Packed rows, no padding.
@@ -93,18 +95,21 @@ final class SnapshotWriter: Sendable {
 
     var snapshot: Counts { counts.withLock { $0 } }
 
-    /// False, counted, when `maxPending` are already waiting.
+    /// The places for snapshots waiting to be written.
+    private let places = DispatchSemaphore(value: SnapshotWriter.maxPending)
+
+    /// False, counted, when `maxPending` are already waiting and none leaves within `wait` seconds.
     @discardableResult
-    func submit(_ job: Job) -> Bool {
-        let accepted = counts.withLock { c -> Bool in
-            guard c.pending < Self.maxPending else { c.skippedBusy += 1; return false }
-            c.pending += 1
-            return true
+    func submit(_ job: Job, wait: Double) -> Bool {
+        guard places.wait(timeout: .now() + wait) == .success else {
+            counts.withLock { $0.skippedBusy += 1 }
+            return false
         }
-        guard accepted else { return false }
+        counts.withLock { $0.pending += 1 }
         queue.async(group: group) { [self] in
             store(job)
             counts.withLock { $0.pending -= 1 }
+            places.signal()
         }
         return true
     }
