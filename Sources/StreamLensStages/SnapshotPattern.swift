@@ -26,7 +26,7 @@ struct SnapshotPattern: Equatable {
 
     init(property text: String) throws {
         guard !text.isEmpty else { throw StageError("property path is empty: give a pattern such as snapshots/%Y%m%d-%H%M%S-{id}.jpg") }
-        let name = (text as NSString).lastPathComponent.lowercased()
+        let name = Folders.name(text).lowercased()
         guard !text.hasSuffix("/"), name.hasSuffix(".jpg") || name.hasSuffix(".jpeg"), name != ".jpg", name != ".jpeg" else {
             throw StageError("property path=\(text) must name a .jpg (or .jpeg) file; the JSON goes beside it, .json")
         }
@@ -65,17 +65,41 @@ struct SnapshotPattern: Equatable {
     }
 }
 
-/// Folders made as `mkdir -p` makes them, with the failing folder and errno's words when one
-/// cannot be made.
+/// Paths taken apart, and folders made as `mkdir -p` makes them. (Not NSString's path methods:
+/// swift-corelibs-foundation's deletingLastPathComponent traps on some relative paths.)
 enum Folders {
+    /// What is before the last `/` ("" for a bare name, "/" for a file at the root).
+    static func folder(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "" }
+        if slash == p.startIndex { return "/" }
+        var f = p[..<slash]
+        while f.count > 1, f.hasSuffix("/") { f = f.dropLast() }
+        return String(f)
+    }
+
+    /// What is after the last `/`.
+    static func name(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+    }
+
+    /// The extension of the name, without its dot ("" when none).
+    static func fileExtension(_ path: String) -> String {
+        let n = name(path)
+        guard let dot = n.lastIndex(of: "."), dot != n.startIndex else { return "" }
+        return String(n[n.index(after: dot)...])
+    }
+
+    /// Makes the folder and those above it; nil when it exists or was made, else what failed.
     static func make(_ path: String) -> String? {
         guard !path.isEmpty else { return nil }
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
             return isFolder.boolValue ? nil : "\(path) is a file, not a folder"
         }
-        let parent = (path as NSString).deletingLastPathComponent
-        if parent != path, !parent.isEmpty, let problem = make(parent) { return problem }
+        let parent = Folders.folder(path)
+        if parent != path, !parent.isEmpty, parent != "/", let problem = make(parent) { return problem }
         if mkdir(path, 0o777) != 0 && errno != EEXIST {
             return "cannot make folder \(path) (\(String(cString: strerror(errno))))"
         }

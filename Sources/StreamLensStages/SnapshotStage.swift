@@ -136,7 +136,7 @@ public final class SnapshotStage: Stage {
         // written stops the run at start, with its reason (later ones, with strftime fields in
         // the folders, are made when written into; a failure then is a warning and counted).
         let sample = self.settings.pattern.expand(.init(frame: 0, id: "frame", label: "frame", event: "interval", n: 1), at: Date())
-        let folder = (sample as NSString).deletingLastPathComponent
+        let folder = Folders.folder(sample)
         if let problem = Folders.make(folder) { throw StageError("property path=\(self.settings.pattern.text): \(problem)") }
         guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else {
             throw StageError("property path=\(self.settings.pattern.text): cannot write in folder \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(errno))))")
@@ -192,6 +192,9 @@ public final class SnapshotStage: Stage {
             }
             previousLabels = labels
         }
+        // Time that went back (a new segment, a looped file) before the last interval snapshot
+        // starts the grid afresh, rather than waiting for the old times to come again.
+        if let next = nextInterval, now + settings.intervalNanoseconds < next { nextInterval = nil }
         if settings.triggers.contains(.interval), now >= (nextInterval ?? now) {
             // The next multiple of the interval after now, from the first frame's time: the grid
             // does not drift, and a gap in the stream gives one snapshot, not a burst.
@@ -204,13 +207,16 @@ public final class SnapshotStage: Stage {
         // min-gap, by key: every shot of this frame goes or none of that key's.
         let allowed = shots.filter { shot in
             let key = shot.region.map { $0.objectId >= 0 ? "id \($0.objectId)" : "frame" } ?? "frame"
-            if let last = lastShot[key], last != now, now < last + settings.minGapNanoseconds {
+            // (A time before the last one: time went back, the gap starts afresh.)
+            if let last = lastShot[key], now > last, now < last + settings.minGapNanoseconds {
                 suppressed += 1
                 return false
             }
             lastShot[key] = now
             return true
         }
+        // Objects long gone keep no entry (a busy camera sees thousands of ids).
+        if lastShot.count > 4096 { lastShot = lastShot.filter { now < $0.value || now - $0.value < settings.minGapNanoseconds } }
         let wall = Date()
         for shot in allowed { take(shot, frame: frame, regions: all, time: now, wall: wall) }
         return .forward

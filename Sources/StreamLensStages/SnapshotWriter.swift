@@ -136,9 +136,9 @@ final class SnapshotWriter: Sendable {
         } catch {
             return fail("cannot encode a snapshot: \(error)")
         }
-        let folder = (job.path as NSString).deletingLastPathComponent
+        let folder = Folders.folder(job.path)
         if let problem = Folders.make(folder) { return fail(problem) }
-        let ext = (job.path as NSString).pathExtension
+        let ext = Folders.fileExtension(job.path)
         let stem = String(job.path.dropLast(ext.count + 1))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
@@ -156,7 +156,7 @@ final class SnapshotWriter: Sendable {
             let json = String(image.dropLast(ext.count + 1)) + ".json"
             guard !FileManager.default.fileExists(atPath: json) else { continue }
             var record = job.record
-            record.image = (image as NSString).lastPathComponent
+            record.image = Folders.name(image)
             guard var data = try? encoder.encode(record) else { return fail("cannot encode a snapshot's JSON") }
             data.append(0x0A)
             let bytes = jpeg.count + data.count
@@ -228,7 +228,7 @@ final class SnapshotWriter: Sendable {
                   let data = FileManager.default.contents(atPath: json),
                   let marker = try? JSONDecoder().decode(Marker.self, from: data),
                   marker.stage == SnapshotRecord.stageName, marker.pattern == pattern,
-                  !marker.image.contains("/"), String(name.dropLast(5)) == (marker.image as NSString).deletingPathExtension else { continue }
+                  !marker.image.contains("/"), String(name.dropLast(5)) + "." + Folders.fileExtension(marker.image) == marker.image else { continue }
             let image = prefix + marker.image
             guard let imageSize = (try? FileManager.default.attributesOfItem(atPath: image))?[.size] as? Int else { continue }
             let order = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0

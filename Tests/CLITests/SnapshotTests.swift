@@ -117,11 +117,13 @@ import Testing
     static let testSource = "videotestsrc num-buffers=30 pattern=smpte ! video/x-raw,width=160,height=120,framerate=10/1 ! videoconvert ! video/x-raw,format=BGRx"
 
     /// 30 frames at 10 fps (3 s) with interval=1: frames 0, 10 and 20 (the first frame, then the
-    /// first at or after each further second), full frames.
+    /// first at or after each further second), full frames. The path is relative (to the run's
+    /// folder), its folder one letter (NSString's path methods trapped on that).
     @Test func anIntervalSnapsTheWholeFrameEverySecondOfStreamTime() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let r = try CLI.run(["run", "\(Self.testSource) ! lenssnapshot name=s on=interval interval=1 path=\(dir.path)/%H%M%S-{frame}.jpg ! fakesink"])
+        let root = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let dir = root.appendingPathComponent("s")
+        let r = try CLI.spawn(CLI.binary, ["run", "\(Self.testSource) ! lenssnapshot name=s on=interval interval=1 path=s/%H%M%S-{frame}.jpg ! fakesink"], in: root)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("3 snapshots written (") && r.stderr.contains("0 suppressed by min-gap, 0 skipped (busy), 0 deleted for max-folder-bytes"), "\(r.stderr)")
         let pairs = try Self.pairs(dir)
