@@ -141,7 +141,7 @@ final class SnapshotWriter: Sendable {
         let ext = Folders.fileExtension(job.path)
         let stem = String(job.path.dropLast(ext.count + 1))
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
 
         // Never overwrite: the first free name of stem.jpg, stem-2.jpg, stem-3.jpg… whose .json
         // is free too. The picture is written under a temporary name and linked to its own:
