@@ -147,9 +147,8 @@ final class SnapshotWriter: Sendable {
         // is free too. The picture is written under a temporary name and linked to its own:
         // link(2) fails if the name was taken meanwhile, and nobody sees half a JPEG.
         let temporary = (folder.isEmpty ? "" : folder + "/") + ".lenssnapshot-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).partial"
-        guard FileManager.default.createFile(atPath: temporary, contents: jpeg) else {
-            return fail("cannot write in \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(errno))))")
-        }
+        let made = Self.createExclusive(temporary, jpeg)
+        guard made == 0 else { return fail("cannot write in \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(made))))") }
         defer { unlink(temporary) }
         for k in 1...10_000 {
             let image = k == 1 ? job.path : "\(stem)-\(k).\(ext)"
@@ -161,22 +160,21 @@ final class SnapshotWriter: Sendable {
             data.append(0x0A)
             let bytes = jpeg.count + data.count
             guard makeRoom(for: bytes, in: folder) else { return }
-            guard link(temporary, image) == 0 else {
-                if errno == EEXIST { continue }
-                return fail("cannot write \(image) (\(String(cString: strerror(errno))))")
+            if link(temporary, image) != 0 {
+                let failure = errno
+                if failure == EEXIST { continue }
+                // A file system without hard links (vfat, some network mounts): written in place,
+                // still never over another file.
+                let direct = Self.createExclusive(image, jpeg)
+                if direct == EEXIST { continue }
+                guard direct == 0 else { return fail("cannot write \(image) (\(String(cString: strerror(direct))))") }
             }
-            let fd = open(json, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-            guard fd >= 0 else {
-                let why = String(cString: strerror(errno))
+            // The JSON last: once it is there, its picture is complete.
+            let written = Self.createExclusive(json, data)
+            guard written == 0 else {
                 unlink(image)
-                if errno == EEXIST { continue }
-                return fail("cannot write \(json) (\(why))")
-            }
-            let complete = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) == $0.count }
-            close(fd)
-            guard complete else {
-                unlink(image); unlink(json)
-                return fail("cannot write \(json) (\(String(cString: strerror(errno))))")
+                if written == EEXIST { continue }
+                return fail("cannot write \(json) (\(String(cString: strerror(written))))")
             }
             if maxFolderBytes > 0 {
                 folders.withLock { $0[folder, default: []].append(Pair(image: image, json: json, bytes: bytes, order: Date().timeIntervalSince1970)) }
@@ -185,6 +183,25 @@ final class SnapshotWriter: Sendable {
             return
         }
         fail("no free name for \(job.path) (10000 taken)")
+    }
+
+    /// Writes a new file (never over one: O_EXCL); 0, or the errno that stopped it (a partial
+    /// file is removed).
+    private static func createExclusive(_ path: String, _ data: Data) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return errno }
+        var failure: Int32 = 0
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; failure = errno; return }
+                offset += n
+            }
+        }
+        if close(fd) != 0 && failure == 0 { failure = errno }
+        if failure != 0 { unlink(path) }
+        return failure
     }
 
     /// The folder limit: deletes this pattern's oldest pairs in the folders written into until

@@ -184,14 +184,16 @@ import Testing
         #expect(names == (30 - afterFirst.count + 1...30).map { "shot-\($0).jpg" }, "\(names)")
         for (name, data) in keep { #expect(FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) == data, "\(name) was changed or deleted") }
 
-        let firstTimes = Set(try Self.pairs(dir).values.compactMap { $0["wall_time"] as? String })
+        // A pair by its frame and wall time (two runs never share both).
+        func moments() throws -> Set<String> { Set(try Self.pairs(dir).values.map { "\($0["frame"] ?? "?") \($0["wall_time"] ?? "?")" }) }
+        let firstTimes = try moments()
         let second = try CLI.run(["run", spec])
         #expect(second.status == 0, "\(second.stderr)")
         let afterSecond = try ownBytes()
         #expect(afterSecond.bytes <= limit && afterSecond.count == afterFirst.count, "\(afterSecond)")
         #expect(second.stderr.contains("\(30 - afterSecond.count + afterFirst.count) deleted for max-folder-bytes"), "\(second.stderr)")
         // Only the second run's pairs are left: the first run's were the oldest.
-        let secondTimes = Set(try Self.pairs(dir).values.compactMap { $0["wall_time"] as? String })
+        let secondTimes = try moments()
         #expect(firstTimes.count == afterFirst.count && secondTimes.count == afterSecond.count && firstTimes.isDisjoint(with: secondTimes),
                 "\(firstTimes) \(secondTimes)")
         for (name, data) in keep { #expect(FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) == data, "\(name) was changed or deleted") }
