@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensGst
 
 /// `lenssnapshot`: on an event — a new tracked object, a zone event, a label appearing, or every
 /// `interval` seconds of stream time — writes the frame, or the region's crop, as a JPEG with a
@@ -141,6 +142,14 @@ public final class SnapshotStage: Stage {
         guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else {
             throw StageError("property path=\(self.settings.pattern.text): cannot write in folder \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(errno))))")
         }
+        // One picture encoded now, before frames flow: a missing jpegenc stops the run at start
+        // with its reason (and the plugin is loaded before the first snapshot).
+        do {
+            _ = try JPEGEncoder.encode(pixels: [UInt8](repeating: 128, count: 16 * 16 * 4), pixelFormat: "BGRx", width: 16, height: 16,
+                                       quality: self.settings.quality)
+        } catch {
+            throw StageError("cannot encode JPEG pictures: \(error)")
+        }
         writer = SnapshotWriter(quality: self.settings.quality, maxFolderBytes: self.settings.maxFolderBytes, pattern: self.settings.pattern.text)
     }
 
@@ -218,11 +227,11 @@ public final class SnapshotStage: Stage {
         // Objects long gone keep no entry (a busy camera sees thousands of ids).
         if lastShot.count > 4096 { lastShot = lastShot.filter { now < $0.value || now - $0.value < settings.minGapNanoseconds } }
         let wall = Date()
-        for shot in allowed { take(shot, frame: frame, regions: all, time: now, wall: wall) }
+        for shot in allowed { take(shot, frame: frame, regions: all, wall: wall) }
         return .forward
     }
 
-    private func take(_ shot: Shot, frame: Frame, regions: [RegionOfInterest], time: UInt64, wall: Date) {
+    private func take(_ shot: Shot, frame: Frame, regions: [RegionOfInterest], wall: Date) {
         let f = frame.format
         let bpp = f.pixelFormat.count == 3 ? 3 : 4
         var rect = SnapshotRecord.Rect(x: 0, y: 0, width: f.width, height: f.height)
@@ -262,9 +271,9 @@ public final class SnapshotStage: Stage {
                                     time: frame.pts.map { Double($0) / 1e9 }, wallTime: Self.iso8601(wall),
                                     width: f.width, height: f.height, crop: isCrop ? rect : nil,
                                     objectId: region?.objectId, detections: regions.map(MetadataWriter.Region.init))
-        // Live (the frame has an age): never wait; a file: wait for a place (SnapshotWriter).
+        // Live (the frame has an age): 4 waiting at most; a file: up to 256 MB (SnapshotWriter).
         writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record),
-                      wait: frame.ageOnArrival == nil ? 10 : 0)
+                      live: frame.ageOnArrival != nil)
     }
 
     /// Local time with its offset and milliseconds: 2026-12-02T09:15:03.250+01:00.

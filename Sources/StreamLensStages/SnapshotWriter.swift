@@ -46,11 +46,11 @@ struct SnapshotRecord: Encodable, Sendable {
 }
 
 /// Encodes and writes lenssnapshot's pictures on a serial queue of its own: the stage hands over
-/// a copy of the pixels and goes on. At most `maxPending` snapshots wait. Beyond that, a live
-/// stream's snapshot is skipped and counted (a disk slower than the triggers loses snapshots,
-/// never frames); a file's (a lossless run: the frames have no age on arrival) waits for a
-/// place, up to 10 s, so that a run over a file writes the same snapshots on a fast machine and
-/// a slow one — the decoder, not the disk, would otherwise decide which triggers are kept.
+/// a copy of the pixels and goes on, never waiting. A live stream's snapshots wait at most
+/// `maxPending` at a time; beyond that one is skipped and counted (a disk slower than the
+/// triggers loses snapshots, never frames). A file's (a lossless run: its frames have no age on
+/// arrival) may wait up to `maxPendingBytes` of pixels, so that a run over a file writes the same
+/// snapshots on a fast machine and a slow one unless the triggers outrun the disk by that much.
 final class SnapshotWriter: Sendable {
     struct Job: Sendable {
         /// Packed rows, no padding.
@@ -65,7 +65,7 @@ final class SnapshotWriter: Sendable {
     }
 
     struct Counts: Sendable {
-        var written = 0, bytes = 0, deleted = 0, skippedBusy = 0, failed = 0, tooBig = 0, pending = 0
+        var written = 0, bytes = 0, deleted = 0, skippedBusy = 0, failed = 0, tooBig = 0, pending = 0, pendingBytes = 0
     }
 
     static let maxPending = 4
@@ -95,21 +95,26 @@ final class SnapshotWriter: Sendable {
 
     var snapshot: Counts { counts.withLock { $0 } }
 
-    /// The places for snapshots waiting to be written.
-    private let places = DispatchSemaphore(value: SnapshotWriter.maxPending)
+    /// A file's snapshots may wait up to this many bytes of pixels in all (see the type's comment).
+    static let maxPendingBytes = 256 << 20
 
-    /// False, counted, when `maxPending` are already waiting and none leaves within `wait` seconds.
+    /// False, counted, when there is no room: `maxPending` snapshots waiting (live), or
+    /// `maxPendingBytes` of pixels (a file). Never waits: a stage worker blocked here while the
+    /// pipeline starts made the bridge's start-up deadlock (stage_element.c, sl_change_state)
+    /// happen, 3 runs in 60 on a busy core.
     @discardableResult
-    func submit(_ job: Job, wait: Double) -> Bool {
-        guard places.wait(timeout: .now() + wait) == .success else {
-            counts.withLock { $0.skippedBusy += 1 }
-            return false
+    func submit(_ job: Job, live: Bool) -> Bool {
+        let size = job.pixels.count
+        let accepted = counts.withLock { c -> Bool in
+            let room = live ? c.pending < Self.maxPending : (c.pending < Self.maxPending || c.pendingBytes + size <= Self.maxPendingBytes)
+            guard room else { c.skippedBusy += 1; return false }
+            c.pending += 1; c.pendingBytes += size
+            return true
         }
-        counts.withLock { $0.pending += 1 }
+        guard accepted else { return false }
         queue.async(group: group) { [self] in
             store(job)
-            counts.withLock { $0.pending -= 1 }
-            places.signal()
+            counts.withLock { $0.pending -= 1; $0.pendingBytes -= size }
         }
         return true
     }
