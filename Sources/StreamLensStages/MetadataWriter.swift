@@ -67,6 +67,36 @@ final class MetadataWriter {
             case labelId = "label_id"
             case objectId = "object_id"
         }
+
+        /// A region as the records write it (pixels to 0.1, scores to 1e-4): lensmetadata's
+        /// lines and lenssnapshot's files beside each picture.
+        init(_ r: RegionOfInterest) {
+            func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
+            self.init(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
+                      x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
+                      keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
+                      attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue,
+                      classifications: r.classifications.isEmpty ? nil : r.classifications.map { c in
+                          var c = c
+                          c.confidence = (c.confidence * 1e4).rounded() / 1e4
+                          return c
+                      },
+                      landmarks: r.landmarks.map { l in
+                          var l = l
+                          l.points = l.points.map { $0.map(r1) }
+                          l.presence = l.presence.map { ($0 * 1e4).rounded() / 1e4 }
+                          return l
+                      })
+        }
+
+        init(label: String, labelId: Int, score: Double?, x: Double, y: Double, width: Double, height: Double, keypoints: [[Double]],
+             objectId: Int, attributes: [String: String]?, estimate: String?, classifications: [RegionOfInterest.Classification]?,
+             landmarks: RegionOfInterest.Landmarks?) {
+            self.label = label; self.labelId = labelId; self.score = score
+            self.x = x; self.y = y; self.width = width; self.height = height
+            self.keypoints = keypoints; self.objectId = objectId; self.attributes = attributes; self.estimate = estimate
+            self.classifications = classifications; self.landmarks = landmarks
+        }
     }
 
     /// The record for one frame; a notice when writing failed (then nothing more is written).
@@ -94,25 +124,8 @@ final class MetadataWriter {
 
     /// One frame's record, newline included: the line of the file, and the MQTT message.
     static func record(_ regions: [RegionOfInterest], frame: Frame, encoder: JSONEncoder) -> Data? {
-        func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
         var line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
-                        width: frame.format.width, height: frame.format.height, detections: regions.map { r in
-            Region(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
-                   x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
-                   keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
-                   attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue,
-                   classifications: r.classifications.isEmpty ? nil : r.classifications.map { c in
-                       var c = c
-                       c.confidence = (c.confidence * 1e4).rounded() / 1e4
-                       return c
-                   },
-                   landmarks: r.landmarks.map { l in
-                       var l = l
-                       l.points = l.points.map { $0.map(r1) }
-                       l.presence = l.presence.map { ($0 * 1e4).rounded() / 1e4 }
-                       return l
-                   })
-        })
+                        width: frame.format.width, height: frame.format.height, detections: regions.map(Region.init))
         let events = frame.pixels.events(), zones = frame.pixels.zones()
         line.events = events.isEmpty ? nil : events
         line.zones = zones.isEmpty ? nil : zones

@@ -37,6 +37,6 @@ public final class PassStage: Stage {
 
 /// Every stage this build provides, in the order `streamlens stages` lists them.
 public var builtinStages: [any Stage.Type] {
-    [PassStage.self, DetectStage.self, ClassifyStage.self, TrackStage.self, ZoneStage.self, BlurStage.self, OverlayStage.self, MetadataStage.self, StylizeStage.self,
+    [PassStage.self, DetectStage.self, ClassifyStage.self, TrackStage.self, ZoneStage.self, BlurStage.self, OverlayStage.self, MetadataStage.self, SnapshotStage.self, StylizeStage.self,
      WatchdogStage.self, RTSPStage.self]
 }
