@@ -28,54 +28,41 @@ public enum JPEGEncoder {
         }
         let caps = "video/x-raw,format=\(pixelFormat),width=\(width),height=\(height),framerate=0/1,pixel-aspect-ratio=1/1"
         let description = "appsrc name=src format=time caps=\"\(caps)\" ! videoconvert ! jpegenc quality=\(quality) ! appsink name=sink sync=false"
-        var error: UnsafeMutablePointer<GError>?
-        guard let pipeline = sl_pipeline_parse(description, &error) else {
-            defer { if let error { g_error_free(error) } }
-            throw StageError("JPEG: cannot build the encoder (\(error.map(parseErrorMessage) ?? "?"); is gst-plugins-good's jpegenc installed?)")
-        }
-        if let error { g_error_free(error) }
-        defer {
-            gst_element_set_state(pipeline, GST_STATE_NULL)
-            gst_object_unref(pipeline)
-        }
-        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
-        guard let src = gst_bin_get_by_name(bin, "src"), let sink = gst_bin_get_by_name(bin, "sink") else {
-            throw StageError("JPEG: encoder pipeline incomplete")
-        }
-        defer { gst_object_unref(src); gst_object_unref(sink) }
-
-        // GStreamer's layout of the format (RGB rows are padded to 4 bytes): copy row by row.
-        guard let buffer = gst_buffer_new_allocate(nil, gsize(info.size), nil) else { throw StageError("JPEG: out of memory") }
-        var map = GstMapInfo()
-        guard gst_buffer_map(buffer, &map, GST_MAP_WRITE) != 0 else {
-            gst_buffer_unref(buffer)
-            throw StageError("JPEG: cannot fill a buffer")
-        }
-        pixels.withUnsafeBytes { src in
-            for y in 0..<height {
-                map.data.advanced(by: y * stride).update(from: src.baseAddress!.advanced(by: y * rowBytes).assumingMemoryBound(to: UInt8.self),
-                                                         count: rowBytes)
+        return try withHelperPipeline(description, cannotBuild: { "JPEG: cannot build the encoder (\($0); is gst-plugins-good's jpegenc installed?)" },
+                                      incomplete: "JPEG: encoder pipeline incomplete") { pipeline, src, sink in
+            // GStreamer's layout of the format (RGB rows are padded to 4 bytes): copy row by row.
+            guard let buffer = gst_buffer_new_allocate(nil, gsize(info.size), nil) else { throw StageError("JPEG: out of memory") }
+            var map = GstMapInfo()
+            guard gst_buffer_map(buffer, &map, GST_MAP_WRITE) != 0 else {
+                gst_buffer_unref(buffer)
+                throw StageError("JPEG: cannot fill a buffer")
             }
-        }
-        gst_buffer_unmap(buffer, &map)
-        sl_buffer_set_pts(buffer, 0)
+            pixels.withUnsafeBytes { src in
+                for y in 0..<height {
+                    map.data.advanced(by: y * stride).update(from: src.baseAddress!.advanced(by: y * rowBytes).assumingMemoryBound(to: UInt8.self),
+                                                             count: rowBytes)
+                }
+            }
+            gst_buffer_unmap(buffer, &map)
+            sl_buffer_set_pts(buffer, 0)
 
-        let appsrc = UnsafeMutableRawPointer(src).assumingMemoryBound(to: GstAppSrc.self)
-        let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
-        gst_element_set_state(pipeline, GST_STATE_PLAYING)
-        sl_handoff_release(buffer)
-        _ = gst_app_src_push_buffer(appsrc, buffer)   // takes the buffer
-        _ = gst_app_src_end_of_stream(appsrc)
-        guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(10_000_000_000)) else {
-            throw StageError("JPEG: the encoder gave no picture (\(busError(pipeline) ?? "timed out after 10 s"))")
+            let appsrc = UnsafeMutableRawPointer(src).assumingMemoryBound(to: GstAppSrc.self)
+            let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+            gst_element_set_state(pipeline, GST_STATE_PLAYING)
+            sl_handoff_release(buffer)
+            _ = gst_app_src_push_buffer(appsrc, buffer)   // takes the buffer
+            _ = gst_app_src_end_of_stream(appsrc)
+            guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(10_000_000_000)) else {
+                throw StageError("JPEG: the encoder gave no picture (\(busError(pipeline) ?? "timed out after 10 s"))")
+            }
+            defer { gst_sample_unref(sample) }
+            guard let out = gst_sample_get_buffer(sample) else { throw StageError("JPEG: the encoder gave an empty sample") }
+            sl_handoff_acquire(out)
+            var outMap = GstMapInfo()
+            guard gst_buffer_map(out, &outMap, GST_MAP_READ) != 0 else { throw StageError("JPEG: cannot read the encoded picture") }
+            defer { gst_buffer_unmap(out, &outMap) }
+            return Data(bytes: outMap.data, count: Int(outMap.size))
         }
-        defer { gst_sample_unref(sample) }
-        guard let out = gst_sample_get_buffer(sample) else { throw StageError("JPEG: the encoder gave an empty sample") }
-        sl_handoff_acquire(out)
-        var outMap = GstMapInfo()
-        guard gst_buffer_map(out, &outMap, GST_MAP_READ) != 0 else { throw StageError("JPEG: cannot read the encoded picture") }
-        defer { gst_buffer_unmap(out, &outMap) }
-        return Data(bytes: outMap.data, count: Int(outMap.size))
     }
 
     /// The first error on the pipeline's bus, if any.
@@ -84,10 +71,6 @@ public enum JPEGEncoder {
         defer { gst_object_unref(bus) }
         guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
         defer { gst_message_unref(message) }
-        var gerror: UnsafeMutablePointer<GError>?
-        var debug: UnsafeMutablePointer<gchar>?
-        gst_message_parse_error(message, &gerror, &debug)
-        defer { if let gerror { g_error_free(gerror) }; g_free(debug) }
-        return gerror.flatMap { $0.pointee.message }.map { String(cString: $0) }
+        return errorMessageText(message)
     }
 }

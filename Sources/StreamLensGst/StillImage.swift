@@ -13,62 +13,44 @@ public enum StillImage {
         try InputFile.check(path, what: "image")
         gst_init(nil, nil)
         let description = "filesrc name=src ! decodebin ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=\(width),height=\(height),pixel-aspect-ratio=1/1 ! appsink name=sink sync=false max-buffers=1"
-        var error: UnsafeMutablePointer<GError>?
-        guard let pipeline = sl_pipeline_parse(description, &error) else {
-            defer { if let error { g_error_free(error) } }
-            throw StageError("image \(path): cannot build a decoder (\(error.map(parseErrorMessage) ?? "?"))")
-        }
-        if let error { g_error_free(error) }
-        defer {
-            gst_element_set_state(pipeline, GST_STATE_NULL)
-            gst_object_unref(pipeline)
-        }
-        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
-        guard let src = gst_bin_get_by_name(bin, "src"), let sink = gst_bin_get_by_name(bin, "sink") else {
-            throw StageError("image \(path): decoder pipeline incomplete")
-        }
-        defer { gst_object_unref(src); gst_object_unref(sink) }
-        _ = sl_object_set_from_string(src, "location", path)
-        gst_element_set_state(pipeline, GST_STATE_PAUSED)
-        // Preroll or fail: the bus says which.
-        let bus = gst_element_get_bus(pipeline)!
-        defer { gst_object_unref(bus) }
-        let mask = GstMessageType(GST_MESSAGE_ERROR.rawValue | GST_MESSAGE_ASYNC_DONE.rawValue | GST_MESSAGE_EOS.rawValue)
-        guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(10_000_000_000), mask) else {
-            throw StageError("image \(path): timed out decoding it")
-        }
-        defer { gst_message_unref(message) }
-        switch sl_message_type(message) {
-        case GST_MESSAGE_ERROR:
-            var gerror: UnsafeMutablePointer<GError>?
-            var debug: UnsafeMutablePointer<gchar>?
-            gst_message_parse_error(message, &gerror, &debug)
-            let text = gerror.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
-            if let gerror { g_error_free(gerror) }
-            g_free(debug)
-            throw StageError("image \(path) cannot be decoded as a picture (\(text))")
-        case GST_MESSAGE_EOS:
-            throw StageError("image \(path) holds no picture")
-        default:
-            break
-        }
-        let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
-        guard let sample = gst_app_sink_pull_preroll(appsink) else { throw StageError("image \(path) holds no picture") }
-        defer { gst_sample_unref(sample) }
-        guard let buffer = gst_sample_get_buffer(sample), let caps = gst_sample_get_caps(sample),
-              let format = VideoFormat(caps: caps) else {
-            throw StageError("image \(path): decoder gave no picture")
-        }
-        var map = GstMapInfo()
-        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { throw StageError("image \(path): cannot read the decoded picture") }
-        defer { gst_buffer_unmap(buffer, &map) }
-        var rgb = [UInt8](repeating: 0, count: width * height * 3)
-        let stride = format.strides[0]
-        rgb.withUnsafeMutableBytes { out in
-            for y in 0..<height {
-                out.baseAddress!.advanced(by: y * width * 3).copyMemory(from: map.data.advanced(by: y * stride), byteCount: width * 3)
+        return try withHelperPipeline(description, cannotBuild: { "image \(path): cannot build a decoder (\($0))" },
+                                      incomplete: "image \(path): decoder pipeline incomplete") { pipeline, src, sink in
+            _ = sl_object_set_from_string(src, "location", path)
+            gst_element_set_state(pipeline, GST_STATE_PAUSED)
+            // Preroll or fail: the bus says which.
+            let bus = gst_element_get_bus(pipeline)!
+            defer { gst_object_unref(bus) }
+            let mask = GstMessageType(GST_MESSAGE_ERROR.rawValue | GST_MESSAGE_ASYNC_DONE.rawValue | GST_MESSAGE_EOS.rawValue)
+            guard let message = gst_bus_timed_pop_filtered(bus, GstClockTime(10_000_000_000), mask) else {
+                throw StageError("image \(path): timed out decoding it")
             }
+            defer { gst_message_unref(message) }
+            switch sl_message_type(message) {
+            case GST_MESSAGE_ERROR:
+                throw StageError("image \(path) cannot be decoded as a picture (\(errorMessageText(message)))")
+            case GST_MESSAGE_EOS:
+                throw StageError("image \(path) holds no picture")
+            default:
+                break
+            }
+            let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+            guard let sample = gst_app_sink_pull_preroll(appsink) else { throw StageError("image \(path) holds no picture") }
+            defer { gst_sample_unref(sample) }
+            guard let buffer = gst_sample_get_buffer(sample), let caps = gst_sample_get_caps(sample),
+                  let format = VideoFormat(caps: caps) else {
+                throw StageError("image \(path): decoder gave no picture")
+            }
+            var map = GstMapInfo()
+            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { throw StageError("image \(path): cannot read the decoded picture") }
+            defer { gst_buffer_unmap(buffer, &map) }
+            var rgb = [UInt8](repeating: 0, count: width * height * 3)
+            let stride = format.strides[0]
+            rgb.withUnsafeMutableBytes { out in
+                for y in 0..<height {
+                    out.baseAddress!.advanced(by: y * width * 3).copyMemory(from: map.data.advanced(by: y * stride), byteCount: width * 3)
+                }
+            }
+            return rgb
         }
-        return rgb
     }
 }

@@ -102,34 +102,32 @@ struct CLI {
 }
 /// Frames in the first video stream of a media file, counted by decoding it (ffprobe).
 func countFrames(_ path: String) -> Int? {
+    ffprobe(["-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        .flatMap { Int($0.output.trimmingCharacters(in: .whitespacesAndNewlines)) }
+}
+
+/// Codec, frame rate and duration of each stream (ffprobe).
+func probeStreams(_ path: String) -> [(codec: String, rate: String, duration: Double)] {
+    guard let text = ffprobe(["-show_entries", "stream=codec_name,r_frame_rate,duration", "-of", "csv=p=0", path])?.output else { return [] }
+    return text.split(separator: "\n").compactMap { line in
+        let f = line.split(separator: ",").map(String.init)
+        guard f.count == 3, let d = Double(f[2]) else { return nil }
+        return (f[0], f[1], d)
+    }
+}
+
+/// `ffprobe -v error ARGUMENTS…`: its exit status and standard output (nil: it could not run).
+func ffprobe(_ arguments: [String]) -> (status: Int32, output: String)? {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    p.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
+    p.arguments = ["-v", "error"] + arguments
     let out = Pipe()
     p.standardOutput = out
     p.standardError = FileHandle.nullDevice
     guard (try? p.run()) != nil else { return nil }
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
-    return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-}
-
-/// Codec, frame rate and duration of each stream (ffprobe).
-func probeStreams(_ path: String) -> [(codec: String, rate: String, duration: Double)] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    p.arguments = ["-v", "error", "-show_entries", "stream=codec_name,r_frame_rate,duration", "-of", "csv=p=0", path]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return [] }
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    return text.split(separator: "\n").compactMap { line in
-        let f = line.split(separator: ",").map(String.init)
-        guard f.count == 3, let d = Double(f[2]) else { return nil }
-        return (f[0], f[1], d)
-    }
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 func scratchDirectory() throws -> URL {

@@ -18,17 +18,9 @@ import Testing
 
     /// Width and height of a picture as ffprobe decodes it (nil: not a picture it can decode).
     static func pictureSize(_ path: String) -> (Int, Int)? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        p.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", path]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return nil }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let fields = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
-        guard p.terminationStatus == 0, fields.count == 3, fields[0] == "mjpeg", let w = Int(fields[1]), let h = Int(fields[2]) else { return nil }
+        guard let r = ffprobe(["-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", path]) else { return nil }
+        let fields = r.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+        guard r.status == 0, fields.count == 3, fields[0] == "mjpeg", let w = Int(fields[1]), let h = Int(fields[2]) else { return nil }
         return (w, h)
     }
 
