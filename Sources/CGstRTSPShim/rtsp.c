@@ -37,6 +37,7 @@ struct SLRtspServer {
     GstElement *appsrc;            // the current media's appsrc, or NULL when nobody watches
     GstElement *payloader;         // the current media's pay0 (key frames on request)
     gboolean played;               // a push into this appsrc succeeded (it had a clock)
+    gboolean stopping;             // sl_rtsp_server_stop began: no more frames will come
 };
 
 static void sl_copy_error(char *error, size_t size, const char *text) {
@@ -68,6 +69,16 @@ static char *sl_launch_line(const SLRtspConfig *c) {
         "! rtph264pay name=pay0 pt=96 config-interval=1 )", encoder);
     g_free(encoder);
     return launch;
+}
+
+// A client's DESCRIBE or SETUP waits, on the server's thread, for its media to preroll, which
+// takes a frame. Once the server is stopping none will come, and that wait (gst-rtsp-server gives
+// up after 20 s) would hold the shutdown. An error on the media's bus ends it at once (the client
+// is answered 503); posted before the media's bus is watched, it waits there for the watch.
+static void sl_fail_media(GstElement *src) {
+    GError *err = g_error_new_literal(GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED, "the server is stopping: no more frames");
+    gst_element_post_message(src, gst_message_new_error(GST_OBJECT(src), err, "StreamLens RTSP server stopping"));
+    g_error_free(err);
 }
 
 static void sl_forget_appsrc(SLRtspServer *s, GstElement *src) {
@@ -102,9 +113,14 @@ static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *me
     s->appsrc = src;
     s->payloader = payloader;
     s->played = FALSE;
+    GstElement *failing = s->stopping ? gst_object_ref(src) : NULL;
     pthread_mutex_unlock(&s->lock);
     if (old) gst_object_unref(old);
     if (old_payloader) gst_object_unref(old_payloader);
+    if (failing) {
+        sl_fail_media(failing);
+        gst_object_unref(failing);
+    }
 }
 
 // A client joining a shared media would wait for the encoder's next key frame (up to key-int
@@ -244,7 +260,19 @@ static void sl_free(SLRtspServer *s) {
 void sl_rtsp_server_stop(SLRtspServer *s) {
     if (!s) return;
     if (s->thread) {
+        // The current media (maybe still preparing) fails now; one configured from here on
+        // fails as it is configured (sl_on_media_configure reads the flag under the same lock).
+        pthread_mutex_lock(&s->lock);
+        s->stopping = TRUE;
+        GstElement *src = s->appsrc ? gst_object_ref(s->appsrc) : NULL;
+        pthread_mutex_unlock(&s->lock);
+        if (src) {
+            sl_fail_media(src);
+            gst_object_unref(src);
+        }
+        // Before any client request still queued on the loop (it could start another media).
         GSource *idle = g_idle_source_new();
+        g_source_set_priority(idle, G_PRIORITY_HIGH);
         g_source_set_callback(idle, sl_shutdown_in_loop, s, NULL);
         g_source_attach(idle, s->context);
         g_source_unref(idle);

@@ -272,6 +272,29 @@ import Testing
         #expect(again.stop().status == 0)
     }
 
+    /// A player whose DESCRIBE waits for a first frame that never comes (the stream stalled, or
+    /// ended) holds gst-rtsp-server's thread for up to 20 s: the interrupt still ends the run at
+    /// once, and the player is told 503.
+    @Test func interruptWhileAPlayerWaitsForAFirstFrame() throws {
+        let stalled = "\(Self.bars) ! valve drop=true drop-mode=forward-sticky-events ! lensrtsp port=18578 mount=/stalled"
+        let server = try Background.streamlens(["run", stalled])
+        // No frame reaches the stage, so it says nothing: wait for its socket instead.
+        var listening = false
+        for _ in 0..<400 where !listening {
+            listening = listeningSockets(pid: server.pid).contains { $0.proto == "tcp" && $0.local.hasSuffix(":18578") }
+            if !listening { usleep(50_000) }
+        }
+        try #require(listening, "\(server.stderr)")
+        // ffmpeg logs each request it sends at -loglevel trace.
+        let ffmpeg = try Background(URL(fileURLWithPath: "/usr/bin/ffmpeg"),
+                                    ["-nostdin", "-loglevel", "trace", "-rtsp_transport", "tcp", "-i", "rtsp://127.0.0.1:18578/stalled", "-f", "null", "-"])
+        try #require(ffmpeg.waitFor("DESCRIBE rtsp://"), "\(ffmpeg.stderr)")
+        let end = server.stop(signal: SIGINT, timeout: 15)
+        #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
+        #expect(ffmpeg.waitForExit(timeout: 10), "ffmpeg still running after the server stopped")
+        #expect(ffmpeg.stderr.contains("503"), "\(ffmpeg.stderr.suffix(2000))")
+    }
+
     @Test func tcpOnlyAndOpenH264() throws {
         let server = try Background.streamlens(["run", "\(Self.bars) ! lensrtsp port=18574 mount=/bars encoder=openh264enc tcp-only=true bitrate=1500 key-int=15"])
         try #require(server.waitFor("serving "), "\(server.stderr)")
