@@ -51,3 +51,20 @@ void sl_element_send_eos_downstream(GstElement *element) {
     while (gst_iterator_foreach(it, sl_send_eos_to_peer, NULL) == GST_ITERATOR_RESYNC) gst_iterator_resync(it);
     gst_iterator_free(it);
 }
+
+#define SL_ENDING_KEY "streamlens-ending"
+
+void sl_pipeline_set_ending(GstElement *pipeline, gboolean ending) {
+    g_object_set_data(G_OBJECT(pipeline), SL_ENDING_KEY, GINT_TO_POINTER(ending ? 1 : 0));
+}
+
+gboolean sl_element_pipeline_ending(GstElement *element) {
+    GstObject *top = gst_object_ref(GST_OBJECT(element));
+    for (GstObject *parent; (parent = gst_object_get_parent(top)) != NULL;) {
+        gst_object_unref(top);
+        top = parent;
+    }
+    gboolean ending = GPOINTER_TO_INT(g_object_get_data(G_OBJECT(top), SL_ENDING_KEY)) != 0;
+    gst_object_unref(top);
+    return ending;
+}

@@ -40,20 +40,17 @@ public struct ControlAccess: Sendable, Equatable {
     }
 }
 
-/// The control channel: changes element properties of a running pipeline from text commands
-/// (see `ControlCommand`). A StreamLens stage's property is checked against its table first
-/// (exists, may change while playing, type and range), then set with g_object_set like any
-/// element's; the stage picks the new value up between two frames. A bad command changes
-/// nothing and is answered with an error; a `set` of several properties is all or nothing.
+/// The control channel: command lines from standard input or a Unix socket, each answered by
+/// its handler with one line — a pipeline's `PipelineCommands`, or `streamlens serve`'s
+/// `SourceSet`.
 ///
 /// The socket is this user's alone (mode 0600, the peer's uid checked with SO_PEERCRED), or a
 /// chosen group's too; at most `maxClients` at once, lines of at most `maxLine` bytes.
 ///
-/// @unchecked Sendable: the pipeline is a reference-counted GstObject (held until deinit) whose
-/// properties GObject lets any thread set; `listener` is written before the accept thread
-/// starts and closed once by `stop()`; `clients` is atomic.
+/// @unchecked Sendable: `listener` is written before the accept thread starts and closed once
+/// by `stop()`; `clients` is atomic; the handler is Sendable.
 final class ControlChannel: @unchecked Sendable {
-    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let handler: @Sendable (String) -> String
     private let echo: Bool
     private let access: ControlAccess
     private var listener: Int32 = -1
@@ -64,14 +61,18 @@ final class ControlChannel: @unchecked Sendable {
     static let maxClients = 8
     static let maxLine = 4096
 
-    init(pipeline: UnsafeMutablePointer<GstElement>, echo: Bool, access: ControlAccess = ControlAccess()) {
-        self.pipeline = pipeline
+    /// A channel whose lines `handler` answers (one reply line each).
+    init(echo: Bool, access: ControlAccess = ControlAccess(), handler: @escaping @Sendable (String) -> String) {
+        self.handler = handler
         self.echo = echo
         self.access = access
-        gst_object_ref(pipeline)
     }
 
-    deinit { gst_object_unref(pipeline) }
+    /// A channel for one pipeline's elements (`PipelineCommands`).
+    convenience init(pipeline: UnsafeMutablePointer<GstElement>, echo: Bool, access: ControlAccess = ControlAccess()) {
+        let commands = PipelineCommands(pipeline: pipeline, access: access)
+        self.init(echo: echo, access: access, handler: { commands.execute($0) })
+    }
 
     /// Starts reading commands on their own thread(s). Throws when the socket cannot be made.
     func start(_ source: ControlSource) throws {
@@ -191,135 +192,8 @@ final class ControlChannel: @unchecked Sendable {
         }
     }
 
-    /// Carries out one command line and returns the reply (also used by tests).
-    func execute(_ line: String) -> String {
-        do {
-            guard let command = try ControlCommand.parse(line) else { return "ok" }
-            switch command {
-            case .help:
-                return ControlCommand.usage.replacingOccurrences(of: "\n", with: " ")
-            case .list:
-                return stageElements().map { describe($0) }.joined(separator: "; ")
-            case .get(let name, let property):
-                let element = try target(name)
-                defer { gst_object_unref(element) }
-                guard sl_object_property_flags(element, property) != 0 else {
-                    throw ControlError("\(objectName(element)) has no property \(property)")
-                }
-                if stageDescriptor(of: element) == nil, Self.looksSecret(property) {
-                    throw ControlError("property \(property) of \(objectName(element)) is not shown (it may hold a secret)")
-                }
-                return takeString(sl_object_get_as_string(element, property)) ?? ""
-            case .set(let name, let assignments):
-                let element = try target(name)
-                defer { gst_object_unref(element) }
-                let elementName = objectName(element)
-                // Check every assignment before applying any: a bad line changes nothing.
-                let descriptor = stageDescriptor(of: element)
-                for (property, value) in assignments {
-                    let flags = sl_object_property_flags(element, property)
-                    guard flags != 0 else {
-                        let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
-                        throw ControlError("\(elementName) has no property \(property)\(live)")
-                    }
-                    guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set") }
-                    if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
-                        guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set") }
-                        guard spec.live else {
-                            let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
-                            throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))")
-                        }
-                        do { _ = try spec.parse(value) } catch let e as StageError { throw ControlError("\(elementName): \(e.message)") }
-                    } else if flags & UInt32(SL_PROPERTY_MUTABLE_PLAYING) == 0 {
-                        throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (GStreamer marks it neither changeable while playing nor controllable)")
-                    }
-                    guard sl_object_value_valid(element, property, value) != 0 else {
-                        throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)")
-                    }
-                }
-                for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }
-                return "ok"
-            }
-        } catch let error as ControlError {
-            return "error: \(error.message)"
-        } catch {
-            return "error: \(error)"
-        }
-    }
-
-    /// Property names that usually hold a password or a key: never read back to a client.
-    static func looksSecret(_ property: String) -> Bool {
-        let p = property.lowercased()
-        return ["pass", "pw", "secret", "token", "credential", "key"].contains { p.contains($0) } && !p.contains("key-int")
-    }
-
-    /// The element a command names (a new reference), or the only StreamLens stage. Without
-    /// --control-elements only stages are reached; a stage's inner parts (its bridge's appsink
-    /// and appsrc) never.
-    private func target(_ name: String?) throws -> UnsafeMutablePointer<GstElement> {
-        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
-        if let name {
-            guard let element = gst_bin_get_by_name(bin, name), !isInsideAStage(element) else {
-                let names = stageElements().map { objectName($0) }
-                throw ControlError("no element named \(name)" + (names.isEmpty ? "" : " (stages: \(names.joined(separator: ", ")))"))
-            }
-            if sl_is_stage(element) == 0 && !access.otherElements {
-                gst_object_unref(element)
-                throw ControlError("\(name) is not a StreamLens stage: other elements' properties are reached only with --control-elements (and only those GStreamer marks as changeable while playing or controllable)")
-            }
-            return element
-        }
-        let stages = stageElements()
-        guard stages.count == 1 else {
-            throw ControlError(stages.isEmpty ? "the pipeline has no StreamLens stage; name the element"
-                                              : "the pipeline has \(stages.count) stages (\(stages.map { objectName($0) }.joined(separator: ", "))); name one")
-        }
-        gst_object_ref(stages[0])
-        return stages[0]
-    }
-
-    /// An element that is part of a stage's bridge (found by gst_bin_get_by_name, which looks
-    /// into every bin).
-    private func isInsideAStage(_ element: UnsafeMutablePointer<GstElement>) -> Bool {
-        var parent = gst_object_get_parent(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self))
-        while let current = parent {
-            defer { gst_object_unref(current) }
-            if sl_is_stage(UnsafeMutableRawPointer(current).assumingMemoryBound(to: GstElement.self)) != 0 {
-                gst_object_unref(element)
-                return true
-            }
-            parent = gst_object_get_parent(current)
-        }
-        return false
-    }
-
-    /// The pipeline's StreamLens stages (borrowed references: the pipeline holds them).
-    private func stageElements() -> [UnsafeMutablePointer<GstElement>] {
-        var result: [UnsafeMutablePointer<GstElement>] = []
-        let it = gst_bin_iterate_recurse(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))
-        defer { gst_iterator_free(it) }
-        var value = GValue()
-        while gst_iterator_next(it, &value) == GST_ITERATOR_OK {
-            if let object = g_value_get_object(&value) {
-                let element = object.assumingMemoryBound(to: GstElement.self)
-                if sl_is_stage(element) != 0 { result.append(element) }
-            }
-            g_value_unset(&value)
-        }
-        return result.sorted { objectName($0) < objectName($1) }
-    }
-
-    private func stageDescriptor(of element: UnsafeMutablePointer<GstElement>) -> StageDescriptor? {
-        guard sl_is_stage(element) != 0, let factory = sl_element_factory_name(element).map({ String(cString: $0) }) else { return nil }
-        return StageElements.registry.withLock { $0.first { $0.descriptor.name == factory }?.descriptor }
-    }
-
-    private func describe(_ element: UnsafeMutablePointer<GstElement>) -> String {
-        let name = objectName(element)
-        guard let d = stageDescriptor(of: element) else { return name }
-        let values = d.properties.filter(\.live).map { "\($0.name)=\(takeString(sl_object_get_as_string(element, $0.name)) ?? "")" }
-        return "\(name) (\(d.name)): " + values.joined(separator: " ")
-    }
+    /// Carries out one command line and returns the reply.
+    func execute(_ line: String) -> String { handler(line) }
 
     /// A listening Unix socket at `path`, this user's only (0600), or also `group`'s (0660).
     /// Something already at the path is replaced only when it is a socket of this user that

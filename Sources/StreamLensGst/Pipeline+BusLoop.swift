@@ -34,7 +34,7 @@ extension Pipeline {
                 run.outcome = overdue
                 break
             }
-            if !run.options.quiet, run.playing, !run.keys.paused { run.progress.update(pipeline: pipeline, stage: run.firstStage, log: log) }
+            if !run.options.quiet, run.options.showProgress, run.playing, !run.keys.paused { run.progress.update(pipeline: pipeline, stage: run.firstStage, log: log) }
             // The window closed: the end of stream sent then normally arrives within a frame.
             if let closed = run.windowClosed, Date().timeIntervalSince(closed) > 5 {
                 run.outcome = .finished(interrupted: true)
@@ -60,7 +60,10 @@ extension Pipeline {
             if messageIsFrom(message, pipeline) {
                 var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
                 gst_message_parse_state_changed(message, &old, &new, &pending)
-                if new == GST_STATE_PLAYING { run.playing = true }
+                if new == GST_STATE_PLAYING, !run.playing {
+                    run.playing = true
+                    onPlaying?()
+                }
             }
         case GST_MESSAGE_LATENCY:
             _ = gst_bin_recalculate_latency(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self))

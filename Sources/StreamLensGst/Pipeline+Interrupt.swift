@@ -1,4 +1,5 @@
 import CGStreamer
+import CGstShim
 import Foundation
 import Synchronization
 
@@ -22,7 +23,22 @@ extension Pipeline {
     /// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session dropping) all end the run like
     /// Ctrl-C; a second one ends the process at once. SIGPIPE is ignored: a reader that went away
     /// (a control client, `… | head`) makes that write fail, not the run.
-    func installSignalHandlers() {
+    /// Ends a run in progress from any thread as an interrupt would (end-of-stream, outputs
+    /// finalized, `run` returns `.finished(interrupted: true)`); before the run, it ends as soon
+    /// as it starts.
+    public func requestEnd() { endRequested.store(true, ordering: .relaxed) }
+
+    /// The handlers `run` installs when `Options.handleSignals` is set, for a host that runs
+    /// several pipelines (each with handleSignals off): every run in progress sees the first
+    /// interrupt and ends; a second ends the process.
+    public static func installInterruptHandlers() { installSignalHandlers() }
+
+    /// Interrupts seen since the handlers were installed.
+    public static var interruptsSeen: Int { interrupts.load(ordering: .relaxed) }
+
+    func installSignalHandlers() { Self.installSignalHandlers() }
+
+    static func installSignalHandlers() {
         interrupts.store(0, ordering: .relaxed)
         for s in [SIGINT, SIGTERM, SIGHUP] { signal(s, interruptHandler) }
         signal(SIGPIPE, SIG_IGN)
@@ -38,14 +54,16 @@ extension Pipeline {
     /// output is finalized (a paused preview resumes first: a paused pipeline would hold it).
     func noticeInterrupt(_ run: inout RunState) {
         let seen = interrupts.load(ordering: .relaxed)
-        if seen > run.interruptsHandled {
+        let asked = endRequested.load(ordering: .relaxed)
+        if seen > run.interruptsHandled || asked {
             run.interruptsHandled = seen
             if run.interruptedAt == nil {
                 run.interruptedAt = Date()
                 run.keys.resume()
-                StageElements.ending.store(true, ordering: .relaxed)
+                sl_pipeline_set_ending(pipeline, 1)
                 run.progress.clear()
-                log("interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
+                log(asked && seen == 0 ? "ending: sending end-of-stream to finish the output"
+                                       : "interrupt: sending end-of-stream to finish the output (Ctrl-C again to abort)")
                 endStream()
             }
         }

@@ -30,7 +30,7 @@ extension Pipeline {
             run.progress.clear()
             if !run.options.quiet { log("\(sourceName(message)): window closed: ending the run") }
             run.windowClosed = Date()
-            StageElements.ending.store(true, ordering: .relaxed)
+            sl_pipeline_set_ending(pipeline, 1)
             endStream()
             return true
         }

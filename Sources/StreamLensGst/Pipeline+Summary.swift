@@ -8,10 +8,10 @@ extension Pipeline {
     /// closed), unless frames were lost on the way. The window sinks' figures and the stages'
     /// reports are printed first.
     func endOfStreamOutcome(_ run: RunState) -> Outcome {
-        var outcome = Outcome.finished(interrupted: run.interruptsHandled > 0 || run.windowClosed != nil)
+        var outcome = Outcome.finished(interrupted: run.interruptedAt != nil || run.windowClosed != nil)
         if !run.options.quiet { for line in windowSinkSummaries() { log(line) } }
         drainStageReports(run.bus, expected: run.stageCount, options: run.options)
-        if run.interruptsHandled == 0, run.windowClosed == nil, run.watchdogs.isEmpty, let lost = lostFrames() {
+        if run.interruptedAt == nil, run.windowClosed == nil, run.watchdogs.isEmpty, let lost = lostFrames() {
             run.progress.clear()
             log("\(lost.fatal ? "error" : "warning"): \(lost.text)")
             if lost.fatal { outcome = .failed(lost.text) }

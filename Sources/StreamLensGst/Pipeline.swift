@@ -9,6 +9,9 @@ public final class Pipeline {
     public struct Options: Sendable {
         /// No progress, no per-stage summaries (errors are still printed).
         public var quiet = false
+        /// The progress line (frames so far, fps) while running; off where several pipelines
+        /// share one terminal (`streamlens serve`).
+        public var showProgress = true
         /// Negotiated caps of each stage, every warning, every error.
         public var verbose = false
         /// Overrides every stage's `mode` property.
@@ -59,6 +62,10 @@ public final class Pipeline {
     public var log: (String) -> Void = { writeStderr($0 + "\n") }
     /// The filesinks of the run in progress, writing under temporary names until data arrives.
     private(set) var outputFiles: OutputFiles?
+    /// `requestEnd()` was called.
+    let endRequested = Atomic<Bool>(false)
+    /// Called on the run's thread when the pipeline first reaches PLAYING.
+    public var onPlaying: (() -> Void)?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -193,7 +200,7 @@ public final class Pipeline {
         if let mode = options.mode {
             for stage in stages { _ = sl_object_set_from_string(stage, "mode", mode.rawValue) }
         }
-        StageElements.ending.store(false, ordering: .relaxed)
+        sl_pipeline_set_ending(pipeline, 0)
         // What each stage is offered, accepted or not: named when negotiation fails.
         for stage in stages { sl_stage_watch_offered_caps(stage) }
     }

@@ -122,7 +122,7 @@ final class SourceWatchdog: @unchecked Sendable {
         // Wait, but answer a stop at once.
         let until = DispatchTime.now().uptimeNanoseconds + UInt64(backoff * 1e9)
         while DispatchTime.now().uptimeNanoseconds < until {
-            if stopping() || StageElements.ending.load(ordering: .relaxed) { return false }
+            if stopping() || sl_element_pipeline_ending(element) != 0 { return false }
             usleep(50_000)
         }
         backoff = min(maximumBackoff, max(0.1, backoff * 2))

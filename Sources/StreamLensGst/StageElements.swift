@@ -10,9 +10,6 @@ import Synchronization
 enum StageElements {
     /// Registered stage types; an element's type id is its index here.
     static let registry = Mutex<[any Stage.Type]>([])
-    /// The run is ending on purpose (Ctrl-C sent end-of-stream): a watchdog must not take that
-    /// end of stream for an outage.
-    static let ending = Atomic<Bool>(false)
 
     static func register(_ types: [any Stage.Type], plugin: OpaquePointer? = nil) throws {
         let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged)

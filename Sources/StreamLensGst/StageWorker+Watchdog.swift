@@ -10,18 +10,21 @@ extension StageWorker {
     /// What the pump does next after asking the watchdog.
     enum PumpStep { case proceed, again, stop }
 
+    /// The run is ending on purpose (see sl_pipeline_set_ending): an end of stream is not an outage.
+    var pipelineEnding: Bool { sl_element_pipeline_ending(element) != 0 }
+
     /// Before each pull: a failed source part is restarted (with back-off); ending while it is
     /// down ends the stream here, since no end-of-stream will come through a stopped source.
     func watchdogBeforePull() -> PumpStep {
         guard let watchdog else { return .proceed }
         if let reason = watchdog.pendingFailure() {
             if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
-                if StageElements.ending.load(ordering: .relaxed) { endWithoutSource() }
+                if pipelineEnding { endWithoutSource() }
                 return .stop
             }
             return .again
         }
-        if StageElements.ending.load(ordering: .relaxed), watchdog.sourceIsDown {
+        if pipelineEnding, watchdog.sourceIsDown {
             endWithoutSource()
             return .stop
         }
@@ -32,11 +35,11 @@ extension StageWorker {
     /// unless the run is ending.
     func watchdogAtEndOfStream() -> PumpStep {
         guard let watchdog, gst_app_sink_is_eos(appsink) != 0, watchdog.restartOnEOS,
-              !StageElements.ending.load(ordering: .relaxed), !stopping.load(ordering: .relaxed) else { return .proceed }
+              !pipelineEnding, !stopping.load(ordering: .relaxed) else { return .proceed }
         if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return .again }
         // Ending (Ctrl-C) during the back-off: the input has its end-of-stream already; the
         // output gets its own (the pipeline's EOS is not let through to the inner appsrc).
-        if StageElements.ending.load(ordering: .relaxed) { finishStream() }
+        if pipelineEnding { finishStream() }
         return .stop
     }
 

@@ -213,8 +213,11 @@ public final class InferenceEngine: @unchecked Sendable {
         let plan = threadPlan(path: path, options: options)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let stamp = "\((attributes?[.size] as? NSNumber)?.int64Value ?? -1)@\((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)"
-        let key = [path, stamp, options.device, options.precision ?? "default", "\(plan)", "\(input)", "\(frame)", "\(region)",
-                   "\(resizable)", options.cacheDirectory ?? ""].joined(separator: "|")
+        // The budget's plan is not part of the key (an explicit threads= is): a stage that comes
+        // later (another source in `streamlens serve`) shares the model compiled before it
+        // rather than compiling it again for a plan that counts one more user.
+        let key = [path, stamp, options.device, options.precision ?? "default", plan.explicit ? "\(plan)" : "budget", "\(input)", "\(frame)",
+                   "\(region)", "\(resizable)", options.cacheDirectory ?? ""].joined(separator: "|")
         compiling.lock()
         defer { compiling.unlock() }
         if let shared = compiledModels.withLock({ $0[key]?.model }) {
@@ -609,6 +612,11 @@ final class CompiledModel: @unchecked Sendable {
     let outputs: [(name: String, shape: [Int])]
     /// "precision auto → f32 (…), 1 thread (its share of the cores, not pinned)".
     let settings: String
+    /// ImageModels made from this compiled model: alive now, and the most at once.
+    private let users = Mutex<(now: Int, peak: Int)>((0, 0))
+    func join() { users.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) } }
+    func leave() { users.withLock { $0.now -= 1 } }
+    var peakUsers: Int { users.withLock { $0.peak } }
 
     init(engine: InferenceEngine, pointer: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
          imageInput: Int, otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])], settings: String) {
@@ -669,8 +677,12 @@ public final class ImageModel {
     }
 
     public var requestCount: Int { slots.count }
-    /// The precision and threads it runs with, for stage summaries.
-    public var settings: String { compiled.settings }
+    /// The precision and threads it runs with, for stage summaries; and, when other stages ran
+    /// the same compiled model (sources of `streamlens serve`), for how many it was compiled once.
+    public var settings: String {
+        let peak = compiled.peakUsers
+        return compiled.settings + (peak > 1 ? ", compiled once for \(peak) stages" : "")
+    }
 
     /// A property as the compiled model reports it ("INFERENCE_NUM_THREADS", "NUM_STREAMS",
     /// "ENABLE_CPU_PINNING", "INFERENCE_PRECISION_HINT"…): how OpenVINO will really run it.
@@ -707,9 +719,11 @@ public final class ImageModel {
         self.frame = compiled.frame
         self.padding = compiled.padding
         self.outputs = compiled.outputs
+        compiled.join()
     }
 
     deinit {
+        compiled.leave()
         // A ticket nobody collected must not call back into a freed model.
         for entry in started { entry.pending.abandon(InferenceError("the model was released before its result was collected")) }
         // A request still running reads its tensors and calls back into its slot: wait first.

@@ -10,6 +10,7 @@ let usage = """
     usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--eos-timeout S] [--control -|SOCKET]
                           [--control-elements] [--control-group GROUP] [--metrics [ADDRESS:]PORT]
                           SPEC [NAME=value …]
+           streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control adds and removes them)
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [STAGE]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
@@ -41,6 +42,11 @@ let usage = """
         --control-group G   members of group G may use the control socket too (0660)
         --metrics A     serve Prometheus metrics at http://A/metrics while running: PORT
                         (on loopback) or ADDRESS:PORT (0.0.0.0:PORT: every interface, no password)
+      serve     run one pipeline per source, each made from the pipeline file TEMPLATE with
+                ${NAME} and ${URI}, side by side in one process (one model compiled for all;
+                a failing source stops only itself) until Ctrl-C or SIGTERM. With --control
+                SOCKET: add NAME URI, remove NAME (its outputs finalized), sources (JSON),
+                set/get/list NAME …(as run's, in that source), help
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help
       models    third-party model files (Models/model-catalogue.json): list them, fetch and verify
@@ -76,7 +82,9 @@ func initialize() {
     do { try GStreamer.initialize(stages: builtinStages) } catch { fail("\(error)", code: 1) }
 }
 
-func runCommand(_ args: [String]) -> Int32 {
+/// The options `run` and `serve` share, the metrics address, and the other arguments (SPEC
+/// and NAME=value…, or TEMPLATE and NAME=URI…).
+func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, metrics: MetricsServer.Address?, rest: [String]) {
     var options = Pipeline.Options()
     if let text = ProcessInfo.processInfo.environment["STREAMLENS_START_TIMEOUT"] {
         guard let t = Double(text), t > 0 else { fail("STREAMLENS_START_TIMEOUT needs a number of seconds", code: 2) }
@@ -117,23 +125,17 @@ func runCommand(_ args: [String]) -> Int32 {
         }
         i += 1
     }
+    return (options, metricsAddress, rest)
+}
+
+func runCommand(_ args: [String]) -> Int32 {
+    let (options, metricsAddress, rest) = parseRunOptions(args)
     let text: String, sources: [String]
     do { (_, text, sources) = try expandedSpec(rest) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
-    // Listening before the pipeline starts: a busy port fails the run before any output is
-    // opened, and a scraper sees the process (its memory, the stages as they come up) at once.
-    var metricsServer: MetricsServer?
-    if let metricsAddress {
-        do { metricsServer = try MetricsServer(address: metricsAddress) } catch { fail("\(error)", code: 2) }
-        let info = buildInfo()
-        _ = MetricsRegistry.shared.addCollector { ProcessMetrics.collect() + [info] }
-        if !metricsAddress.isLoopback {
-            writeStandardError("warning: serving metrics at \(metricsAddress.url) beyond this machine, to anyone who can reach it (no password)\n")
-        }
-        if !options.quiet { writeStandardError("metrics: \(metricsAddress.url)\n") }
-    }
+    let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
     defer { metricsServer?.stop() }
     if options.verbose {
         if !sources.isEmpty { writeStandardError("variables: \(sources.joined(separator: ", "))\n") }
@@ -144,6 +146,57 @@ func runCommand(_ args: [String]) -> Int32 {
         writeStandardError("interrupted: end of stream reached, output finalized\n")
     }
     return outcome.exitCode
+}
+
+/// `streamlens serve TEMPLATE [NAME=URI …] [--control SOCKET]`: one pipeline per source, made
+/// from TEMPLATE with ${NAME} and ${URI} (SourceSet says why one pipeline each).
+func serveCommand(_ args: [String]) -> Int32 {
+    let (options, metricsAddress, rest) = parseRunOptions(args)
+    guard let first = rest.first else { fail("serve needs a TEMPLATE (a pipeline file using ${URI} and ${NAME})\n\n\(usage)", code: 2) }
+    let spec: PipelineSpec
+    do { spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories) } catch { fail("\(error)", code: 2) }
+    guard spec.variableNames.contains("URI") else {
+        fail("template \(spec.origin) does not use ${URI}: every source would be the same pipeline (write uri=${URI} or location=${URI})", code: 2)
+    }
+    var initial: [(name: String, uri: String)] = []
+    for word in rest.dropFirst() {
+        guard let eq = word.firstIndex(of: "="), eq != word.startIndex else {
+            fail("expected NAME=URI after the template, got '\(word)'", code: 2)
+        }
+        let name = String(word[..<eq]), uri = String(word[word.index(after: eq)...])
+        guard SourceSet.isValidName(name) else { fail("source name '\(name)' must be 1–64 letters, digits, '-' or '_'", code: 2) }
+        if let problem = SourceSet.uriProblem(uri) { fail(problem, code: 2) }
+        guard !initial.contains(where: { $0.name == name }) else { fail("source name \(name) is given twice", code: 2) }
+        initial.append((name, uri))
+    }
+    guard !initial.isEmpty || options.control != nil else {
+        fail("serve needs sources (NAME=URI after the template) or --control SOCKET to add them", code: 2)
+    }
+    let environment = ProcessInfo.processInfo.environment
+    let expand: @Sendable (String, String) throws -> String = { name, uri in
+        try spec.expanded(variables: ["NAME": name, "URI": uri], environment: environment)
+    }
+    initialize()
+    // The template is checked once before anything listens: a spec error is the command's.
+    do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("template \(spec.origin): \(e.message)", code: 2) } catch { fail("template \(spec.origin): \(error)", code: 2) }
+    let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
+    defer { metricsServer?.stop() }
+    let set = SourceSet(options: options, expand: expand)
+    return set.serve(initial: initial, control: options.control, access: options.controlAccess, echo: !options.quiet)
+}
+
+/// Listening before any pipeline starts: a busy port fails the run before any output is
+/// opened, and a scraper sees the process (its memory, the stages as they come up) at once.
+func startMetrics(_ address: MetricsServer.Address, quiet: Bool) -> MetricsServer {
+    let server: MetricsServer
+    do { server = try MetricsServer(address: address) } catch { fail("\(error)", code: 2) }
+    let info = buildInfo()
+    _ = MetricsRegistry.shared.addCollector { ProcessMetrics.collect() + [info] }
+    if !address.isLoopback {
+        writeStandardError("warning: serving metrics at \(address.url) beyond this machine, to anyone who can reach it (no password)\n")
+    }
+    if !quiet { writeStandardError("metrics: \(address.url)\n") }
+    return server
 }
 
 let version = "0.1"
@@ -225,6 +278,7 @@ guard let command = arguments.first else { fail("missing command\n\n\(usage)", c
 arguments.removeFirst()
 switch command {
 case "run": exit(runCommand(arguments))
+case "serve": exit(serveCommand(arguments))
 case "inspect": exit(inspectCommand(arguments))
 case "stages": exit(stagesCommand(arguments))
 case "import": exit(importCommand(arguments))

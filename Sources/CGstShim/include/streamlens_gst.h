@@ -50,6 +50,13 @@ gboolean sl_object_set_checked(gpointer object, const char *name, const char *va
 // A property's value as text; g_free the result.
 char *sl_object_get_as_string(gpointer object, const char *name);
 
+// The pipeline is ending on purpose (an interrupt, a closed window, a removed source): a
+// watchdog must not take that end of stream for an outage. Kept on the top-level bin, so that
+// several pipelines in one process (streamlens serve) end one at a time.
+void sl_pipeline_set_ending(GstElement *pipeline, gboolean ending);
+// Whether the top-level bin holding `element` is ending (FALSE outside a pipeline).
+gboolean sl_element_pipeline_ending(GstElement *element);
+
 // ---- Buffers (buffers.c) -----------------------------------------------------------------
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
 GstClockTime sl_buffer_duration(GstBuffer *buffer);

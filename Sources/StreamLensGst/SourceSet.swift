@@ -1,0 +1,329 @@
+import CGStreamer
+import CGstShim
+import Foundation
+import StreamLensCore
+import Synchronization
+
+/// `streamlens serve`: many sources in one process, each a pipeline of its own made from one
+/// template (`${NAME}`, `${URI}`), added and removed while the others run.
+///
+/// Why one pipeline per source (and not one pipeline with a branch per source, as DeepStream's
+/// nvstreammux does): a GstPipeline is GStreamer's unit of failure and of state — an error, an
+/// end of stream or a stuck state change stops the pipeline it happens in — so a camera that
+/// fails, stalls or is removed cannot stop, pause or restart another. What sources have in
+/// common lives in the process, not in the pipeline: the inference engine (one OpenVINO core;
+/// model stages with the same model, device, precision and frame size share one compiled
+/// model), the thread budget and the metrics registry.
+///
+/// Each source's pipeline runs on a thread of its own through `Pipeline.run` (the same bus loop,
+/// output finalizing and summaries as `streamlens run`), its lines prefixed with `[NAME]`.
+/// Interrupts are the host's: with the handlers installed (`Pipeline.installInterruptHandlers`)
+/// every run sees the first one and ends as `streamlens run` does.
+///
+/// @unchecked Sendable: `sources` and every `Source`'s state are behind `lock`; a Source's
+/// pipeline is used by its own thread (`run`), and from others only through its thread-safe
+/// entry points (`requestEnd`, `PipelineCommands`).
+public final class SourceSet: @unchecked Sendable {
+    public enum State: String, Sendable { case starting, playing, ending, ended, failed }
+
+    /// What `sources` answers for each source (JSON).
+    public struct Status: Codable, Sendable, Equatable {
+        public var name: String
+        public var uri: String
+        public var state: String
+        /// Frames per second reaching the first stage, over the last 5 s.
+        public var fps: Double
+        /// Frames that reached the first stage.
+        public var frames: Int
+        /// Frames dropped by any stage (queue, error or on purpose).
+        public var drops: Int
+        /// Source restarts by watchdog stages.
+        public var restarts: Int
+        /// Seconds since the source was added.
+        public var seconds: Double
+        public var error: String?
+    }
+
+    final class Source: @unchecked Sendable {
+        let name: String
+        let uri: String
+        let pipeline: Pipeline
+        let commands: PipelineCommands
+        let added = Date()
+        var state = State.starting
+        var error: String?
+        /// Stage element names, first stage first (for its figures in the metrics registry).
+        let stageNames: [String]
+        let finished = DispatchSemaphore(value: 0)
+        init(name: String, uri: String, pipeline: Pipeline, access: ControlAccess) {
+            self.name = name
+            self.uri = uri
+            self.pipeline = pipeline
+            commands = PipelineCommands(pipeline: pipeline.pipeline, access: access)
+            stageNames = pipeline.stages.map { objectName($0) }
+        }
+    }
+
+    /// The pipeline text for one source.
+    private let expand: @Sendable (_ name: String, _ uri: String) throws -> String
+    private let options: Pipeline.Options
+    private let log: @Sendable (String) -> Void
+    private let lock = NSLock()
+    /// In the order they were added; a source stays listed until removed (an ended or failed one
+    /// too, so that its state and error can be read).
+    private var sources: [Source] = []
+    private var closed = false
+
+    /// `options` are each source's run options (signals, control and progress are the host's
+    /// and are turned off here).
+    public init(options: Pipeline.Options, log: (@Sendable (String) -> Void)? = nil,
+                expand: @escaping @Sendable (_ name: String, _ uri: String) throws -> String) {
+        var options = options
+        options.handleSignals = false
+        options.control = nil
+        options.showProgress = false
+        self.options = options
+        self.log = log ?? { writeStderr($0 + "\n") }
+        self.expand = expand
+    }
+
+    /// Names go into file names, RTSP mounts and metric labels: letters, digits, '-', '_'.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && name.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_"
+        }
+    }
+
+    /// A URI GStreamer can open (scheme://…), with nothing that would end the pipeline text it is
+    /// put into (spaces, quotes, '!').
+    public static func uriProblem(_ uri: String) -> String? {
+        if uri.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "'" || $0 == "!" }) {
+            return "URI '\(uri)' holds a space, a quote or '!' (percent-encode them: %20, %22, %27, %21)"
+        }
+        guard gst_uri_is_valid(uri) != 0 else {
+            return "'\(uri)' is not a URI (expected scheme://…, e.g. file:///videos/door.mp4 or rtsp://camera.local/stream)"
+        }
+        return nil
+    }
+
+    /// Builds and starts a source; returns once it plays (nil) or failed to start (the error,
+    /// and the source is not kept). Refused at once: a bad or taken name, a bad URI, a
+    /// template that does not parse with this URI.
+    public func add(name: String, uri: String) -> String? {
+        guard Self.isValidName(name) else { return "source name '\(name)' must be 1–64 letters, digits, '-' or '_'" }
+        if let problem = Self.uriProblem(uri) { return problem }
+        let pipeline: Pipeline
+        lock.lock()
+        if closed {
+            lock.unlock()
+            return "the server is ending: no source can be added"
+        }
+        if sources.contains(where: { $0.name == name }) {
+            lock.unlock()
+            return "a source named \(name) exists already (remove it first, or choose another name)"
+        }
+        // Held while parsing: a second `add` of the same name waits and is refused.
+        defer { lock.unlock() }
+        do {
+            pipeline = try Pipeline(description: try expand(name, uri))
+        } catch let e as HostError {
+            return "\(name): \(e.message)"
+        } catch {
+            return "\(name): \(error)"
+        }
+        let source = Source(name: name, uri: uri, pipeline: pipeline, access: options.controlAccess)
+        sources.append(source)
+        lock.unlock()
+        let started = start(source)
+        lock.lock()
+        if !started { sources.removeAll { $0 === source } }
+        return started ? nil : "\(name): \(source.error ?? "did not start")"
+    }
+
+    /// Runs the source's pipeline on a thread of its own; true once it plays, false if it ended
+    /// or failed first.
+    private func start(_ source: Source) -> Bool {
+        let playing = DispatchSemaphore(value: 0)
+        let name = source.name
+        source.pipeline.log = { [log] line in log("[\(name)] \(line)") }
+        source.pipeline.onPlaying = { [lock] in
+            lock.lock()
+            if source.state == .starting { source.state = .playing }
+            lock.unlock()
+            playing.signal()
+        }
+        let options = options
+        Thread.detachNewThread { [lock] in
+            let outcome = source.pipeline.run(options)
+            lock.lock()
+            switch outcome {
+            case .finished: source.state = .ended
+            case .failed(let text): source.state = .failed; source.error = text
+            case .aborted: source.state = .failed; source.error = source.error ?? "ended without its end of stream"
+            }
+            lock.unlock()
+            playing.signal()
+            source.finished.signal()
+        }
+        playing.wait()
+        lock.lock()
+        defer { lock.unlock() }
+        return source.state == .playing || source.state == .ending
+    }
+
+    /// Ends a source (end of stream: its outputs are finalized) and forgets it; returns once it
+    /// has ended, or the reason it cannot.
+    public func remove(name: String) -> String? {
+        lock.lock()
+        guard let source = sources.first(where: { $0.name == name }) else {
+            let names = sources.map(\.name)
+            lock.unlock()
+            return "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
+        }
+        if source.state == .starting || source.state == .playing { source.state = .ending }
+        lock.unlock()
+        source.pipeline.requestEnd()
+        source.finished.wait()
+        source.finished.signal() // for anyone else waiting (endAll)
+        lock.lock()
+        sources.removeAll { $0 === source }
+        lock.unlock()
+        return nil
+    }
+
+    /// Ends every source and refuses new ones; returns when all have ended. True when none failed.
+    @discardableResult
+    public func endAll() -> Bool {
+        lock.lock()
+        closed = true
+        let all = sources
+        for s in all where s.state == .starting || s.state == .playing { s.state = .ending }
+        lock.unlock()
+        for s in all { s.pipeline.requestEnd() }
+        for s in all {
+            s.finished.wait()
+            s.finished.signal()
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return !all.contains { $0.state == .failed }
+    }
+
+    /// Whether every source has ended (or there are none).
+    public var allEnded: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return sources.allSatisfy { $0.state == .ended || $0.state == .failed }
+    }
+
+    public var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return sources.count
+    }
+
+    /// Each source's state and figures (from the stages' figures in the metrics registry).
+    public func statuses() -> [Status] {
+        lock.lock()
+        let listed = sources.map { ($0, $0.state, $0.error) }
+        lock.unlock()
+        let metrics = MetricsRegistry.shared.metrics
+        return listed.map { source, state, error in
+            func values(_ name: String, stage: String?) -> [Double] {
+                metrics.compactMap { m in
+                    guard m.name == name, let s = m.labels.first(where: { $0.name == "stage" })?.value,
+                          stage.map({ $0 == s }) ?? source.stageNames.contains(s) else { return nil }
+                    switch m.value {
+                    case .counter(let v), .gauge(let v): return v
+                    case .histogram: return nil
+                    }
+                }
+            }
+            let first = source.stageNames.first
+            return Status(name: source.name, uri: source.uri, state: state.rawValue,
+                          fps: ((values("streamlens_stage_frames_per_second", stage: first).first ?? 0) * 10).rounded() / 10,
+                          frames: Int(values("streamlens_stage_frames_received_total", stage: first).first ?? 0),
+                          drops: Int(values("streamlens_stage_frames_dropped_total", stage: nil).reduce(0, +)),
+                          restarts: Int(values("streamlens_source_restarts_total", stage: nil).reduce(0, +)),
+                          seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
+        }
+    }
+
+    /// One control line (`ServeCommand`), answered with one line: "ok", "error: …", or what was
+    /// asked for.
+    public func execute(_ line: String) -> String {
+        do {
+            guard let command = try ServeCommand.parse(line) else { return "ok" }
+            switch command {
+            case .help:
+                return ServeCommand.usage.replacingOccurrences(of: "\n", with: " ")
+            case .add(let name, let uri):
+                // One reply line: the first line of a pipeline's error (the log has it all).
+                return add(name: name, uri: uri).map { "error: \($0.split(separator: "\n").first ?? "")" } ?? "ok"
+            case .remove(let name):
+                return remove(name: name).map { "error: \($0)" } ?? "ok"
+            case .sources:
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                return String(decoding: try encoder.encode(statuses()), as: UTF8.self)
+            case .source(let name, let inner):
+                lock.lock()
+                let source = sources.first { $0.name == name }
+                let names = sources.map(\.name)
+                lock.unlock()
+                guard let source else {
+                    return "error: no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
+                }
+                return source.commands.execute(inner)
+            }
+        } catch let error as ControlError {
+            return "error: \(error.message)"
+        } catch {
+            return "error: \(error)"
+        }
+    }
+}
+
+extension SourceSet {
+    /// `streamlens serve`'s life: the control channel (if any) and the sources given at start,
+    /// then until an interrupt (or, without a control channel, until every source has ended);
+    /// then every source ends (outputs finalized). 0: every source running at the interrupt
+    /// ended cleanly (or, without one, every source did); 1: one failed; 2: the control channel
+    /// could not be opened.
+    public func serve(initial: [(name: String, uri: String)], control: ControlSource?, access: ControlAccess, echo: Bool) -> Int32 {
+        Pipeline.installInterruptHandlers()
+        var channel: ControlChannel?
+        if let control {
+            let c = ControlChannel(echo: echo, access: access, handler: { [self] in execute($0) })
+            do { try c.start(control) } catch {
+                log("error: \(error)")
+                return 2
+            }
+            channel = c
+        }
+        defer { channel?.stop() }
+        var failedAtStart = false
+        for (name, uri) in initial {
+            if let problem = add(name: name, uri: uri) {
+                log("error: \(problem)")
+                failedAtStart = true
+            }
+        }
+        if channel == nil && count == 0 { return 1 }
+        while Pipeline.interruptsSeen == 0 {
+            if channel == nil && allEnded { break }
+            usleep(100_000)
+        }
+        let interrupted = Pipeline.interruptsSeen > 0
+        channel?.stop()
+        channel = nil
+        let before = statuses().filter { $0.state == State.failed.rawValue }.map(\.name)
+        let clean = endAll()
+        if interrupted {
+            // Failures before the interrupt were said when they happened (and `sources` listed them).
+            let failedNow = statuses().filter { $0.state == State.failed.rawValue && !before.contains($0.name) }
+            return failedNow.isEmpty ? 0 : 1
+        }
+        return clean && !failedAtStart ? 0 : 1
+    }
+}
