@@ -288,8 +288,8 @@ extension SourceSet {
     /// `streamlens serve`'s life: the control channel (if any) and the sources given at start,
     /// then until an interrupt (or, without a control channel, until every source has ended);
     /// then every source ends (outputs finalized). 0: every source running at the interrupt
-    /// ended cleanly (or, without one, every source did); 1: one failed; 2: the control channel
-    /// could not be opened.
+    /// ended cleanly (or, without one, every source did); 1: one failed, or the control channel
+    /// could not be opened (as for `streamlens run`).
     public func serve(initial: [(name: String, uri: String)], control: ControlSource?, access: ControlAccess, echo: Bool) -> Int32 {
         Pipeline.installInterruptHandlers()
         var channel: ControlChannel?
@@ -297,7 +297,7 @@ extension SourceSet {
             let c = ControlChannel(echo: echo, access: access, handler: { [self] in execute($0) })
             do { try c.start(control) } catch {
                 log("error: \(error)")
-                return 2
+                return 1
             }
             channel = c
         }

@@ -155,8 +155,9 @@ func serveCommand(_ args: [String]) -> Int32 {
     guard let first = rest.first else { fail("serve needs a TEMPLATE (a pipeline file using ${URI} and ${NAME})\n\n\(usage)", code: 2) }
     let spec: PipelineSpec
     do { spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories) } catch { fail("\(error)", code: 2) }
+    let templateName = spec.origin == "command line" ? "the template" : "template \(spec.origin)"
     guard spec.variableNames.contains("URI") else {
-        fail("template \(spec.origin) does not use ${URI}: every source would be the same pipeline (write uri=${URI} or location=${URI})", code: 2)
+        fail("\(templateName) does not use ${URI}: every source would be the same pipeline (write uri=${URI} or location=${URI})", code: 2)
     }
     var initial: [(name: String, uri: String)] = []
     for word in rest.dropFirst() {
@@ -178,7 +179,7 @@ func serveCommand(_ args: [String]) -> Int32 {
     }
     initialize()
     // The template is checked once before anything listens: a spec error is the command's.
-    do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("template \(spec.origin): \(e.message)", code: 2) } catch { fail("template \(spec.origin): \(error)", code: 2) }
+    do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("\(templateName): \(e.message)", code: 2) } catch { fail("\(templateName): \(error)", code: 2) }
     let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
     defer { metricsServer?.stop() }
     let set = SourceSet(options: options, expand: expand)

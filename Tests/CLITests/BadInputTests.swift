@@ -98,8 +98,10 @@ import Testing
         var rest = Substring(text)
         while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
             let name = String(rest[rest.index(after: open)..<close])
-            // Caps and formats use braces too ({BGRx, BGRA}); fixture names have no spaces or commas.
-            if !name.contains(" "), !name.contains(",") { names.append(name) }
+            // Caps and formats use braces too ({BGRx, BGRA}); fixture names have no spaces or
+            // commas. ${NAME} is a pipeline file's variable, not a fixture.
+            let variable = open > text.startIndex && text[text.index(before: open)] == "$"
+            if !name.contains(" "), !name.contains(","), !variable { names.append(name) }
             rest = rest[rest.index(after: close)...]
         }
         return names

@@ -1,0 +1,206 @@
+import Foundation
+import Testing
+
+/// `streamlens serve`: many sources in one process, one pipeline each, added and removed over
+/// the control socket while the others run. Real cameras (other `streamlens run … lensrtsp`
+/// processes) and real clips; every wait is for what a process says, bounded, never a schedule.
+/// Ports 18630…18639.
+@Suite(.serialized) struct ServeTests {
+    /// One line sent to the control socket, the reply line back — by Python's socket module, as
+    /// a user's script would.
+    static func ask(_ socket: String, _ line: String, timeout: Double = 60) throws -> String {
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\\n")
+            s.settimeout(float(sys.argv[3])); buf = b""
+            while not buf.endswith(b"\\n"):
+                d = s.recv(65536)
+                if not d: break
+                buf += d
+            print(buf.decode(), end="")
+            """
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", script, socket, line, "\(timeout)"], timeout: timeout + 10)
+        return r.stdout.trimmingCharacters(in: .newlines)
+    }
+
+    struct Source: Decodable {
+        var name: String
+        var uri: String
+        var state: String
+        var fps: Double
+        var frames: Int
+        var drops: Int
+        var restarts: Int
+        var error: String?
+    }
+
+    static func sources(_ socket: String) throws -> [String: Source] {
+        let reply = try ask(socket, "sources")
+        let list = try JSONDecoder().decode([Source].self, from: Data(reply.utf8))
+        return Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
+    }
+
+    /// Polls `sources` until `condition` holds (false after `timeout` seconds).
+    static func waitForSources(_ socket: String, timeout: Double = 120, _ condition: ([String: Source]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let s = try? sources(socket), condition(s) { return true }
+            usleep(200_000)
+        }
+        return false
+    }
+
+    static func waitForSocket(_ path: String, _ server: Background) -> Bool {
+        for _ in 0..<600 where server.isRunning {
+            if FileManager.default.fileExists(atPath: path) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// A camera: another streamlens serving a moving test pattern over RTSP.
+    static func startCamera(port: Int) throws -> Background {
+        let camera = try Background.streamlens(["run", "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=15/1 ! lensrtsp port=\(port) mount=/cam key-int=15"])
+        try #require(camera.waitFor("lensrtsp0: serving ", timeout: 60), "camera: \(camera.stderr)")
+        return camera
+    }
+
+    /// The issue's case: four cameras, one killed and restarted. Its source reconnects (its
+    /// watchdog); the other three receive frames all through the outage (counted); one
+    /// compiled model serves the four detectors.
+    @Test func aKilledCameraCostsTheOthersNothing() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var flaky = try Self.startCamera(port: 18630)
+        let steady = try Self.startCamera(port: 18631) // three sources watch this one (a shared media)
+        let template = dir.appendingPathComponent("camera.pipeline").path
+        try """
+            rtspsrc location=${URI} latency=0 ! rtph264depay ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx
+              ! lenswatchdog timeout=2 backoff=0.5 max-backoff=1 name=watchdog-${NAME}
+              ! lensdetect model=Models/face-short-range.json ! fakesink
+            """.write(toFile: template, atomically: true, encoding: .utf8)
+        let socket = dir.appendingPathComponent("serve.sock").path
+        let serve = try Background.streamlens(["serve", template, "door=rtsp://127.0.0.1:18630/cam", "hall=rtsp://127.0.0.1:18631/cam",
+                                               "yard=rtsp://127.0.0.1:18631/cam", "gate=rtsp://127.0.0.1:18631/cam", "--control", socket])
+        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
+        let others = ["hall", "yard", "gate"]
+        try #require(Self.waitForSources(socket) { s in s.count == 4 && s.values.allSatisfy { $0.state == "playing" && $0.frames > 10 } },
+                     "\(serve.stderr)")
+
+        kill(flaky.pid, SIGKILL)
+        _ = flaky.waitForExit(timeout: 10)
+        try #require(serve.waitFor("[door] warning: watchdog-door: source lost", timeout: 60), "\(serve.stderr)")
+        let atLoss = try Self.sources(socket)
+        // During the outage the others go on: each gets 30 more frames (2 s of its camera)
+        // while door's source is still down.
+        let onDuringOutage = Self.waitForSources(socket) { s in others.allSatisfy { (s[$0]?.frames ?? 0) >= (atLoss[$0]?.frames ?? 0) + 30 } }
+        let doorStillDown = !serve.stderr.contains("[door] watchdog-door: source back")
+        flaky = try Self.startCamera(port: 18630)
+        try #require(serve.waitFor("[door] watchdog-door: source back after", timeout: 120), "\(serve.stderr)")
+        let atReturn = try Self.sources(socket)
+        #expect(onDuringOutage && doorStillDown, "others at the loss: \(others.map { atLoss[$0]?.frames ?? -1 }); \(serve.stderr)")
+        #expect(Self.waitForSources(socket) { s in (s["door"]?.frames ?? 0) > (atReturn["door"]?.frames ?? 0) + 15 }, "door after its camera came back")
+        let now = try Self.sources(socket)
+        #expect((now["door"]?.restarts ?? 0) >= 1)
+        #expect(others.allSatisfy { now[$0]?.restarts == 0 && now[$0]?.state == "playing" }, "\(now)")
+
+        let end = serve.stop(signal: SIGTERM, timeout: 60)
+        #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
+        // Each source ended with its summary, and the four detectors ran one compiled model.
+        for name in ["door"] + others {
+            #expect(end.stderr.contains("[\(name)] lensdetect"), "\(name): \(end.stderr)")
+        }
+        #expect(end.stderr.contains("compiled once for 4 stages"), "\(end.stderr)")
+        _ = steady.stop()
+        _ = flaky.stop()
+    }
+
+    /// A template writing one MP4 per source.
+    static func writeFileTemplate(_ dir: URL) throws -> String {
+        let template = dir.appendingPathComponent("file.pipeline").path
+        try """
+            uridecodebin uri=${URI} ! identity sync=true ! videoconvert ! video/x-raw,format=RGB
+              ! lensdetect model=Models/face-short-range.json ! videoconvert ! x264enc speed-preset=ultrafast ! mp4mux ! filesink location=\(dir.path)/${NAME}.mp4
+            """.write(toFile: template, atomically: true, encoding: .utf8)
+        return template
+    }
+
+    static func makeClip(_ path: String, seconds: Int = 30) throws {
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-t", "\(seconds)",
+                                                                         "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", path], timeout: 120)
+        try #require(r.status == 0, "\(r.stderr)")
+    }
+
+    /// add and remove while running: a removed source's file is finalized at once and it leaves
+    /// `sources`; the other runs on; SIGTERM finalizes the rest.
+    @Test func addAndRemoveWhileRunning() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = dir.appendingPathComponent("clip.mp4").path
+        try Self.makeClip(clip)
+        let template = try Self.writeFileTemplate(dir)
+        let socket = dir.appendingPathComponent("serve.sock").path
+        let serve = try Background.streamlens(["serve", template, "--control", socket])
+        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
+        #expect(try Self.sources(socket).isEmpty)
+        #expect(try Self.ask(socket, "add one file://\(clip)") == "ok")
+        #expect(try Self.ask(socket, "add two file://\(clip)") == "ok")
+        try #require(Self.waitForSources(socket) { s in s.count == 2 && s.values.allSatisfy { $0.frames >= 30 } }, "\(serve.stderr)")
+        #expect(try Self.ask(socket, "remove one") == "ok")
+        // Finalized by the time `remove` answers: a playable file.
+        let one = countFrames(dir.appendingPathComponent("one.mp4").path) ?? 0
+        #expect(one >= 30, "one.mp4: \(one) frames\n\(serve.stderr)")
+        let after = try Self.sources(socket)
+        #expect(after.keys.sorted() == ["two"] && after["two"]?.state == "playing", "\(after)")
+        let twoAtRemove = after["two"]?.frames ?? 0
+        #expect(Self.waitForSources(socket) { s in (s["two"]?.frames ?? 0) >= twoAtRemove + 30 }, "two stopped with one")
+        // The same name can be used again once removed.
+        #expect(try Self.ask(socket, "add one file://\(clip)") == "ok")
+        let end = serve.stop(signal: SIGTERM, timeout: 60)
+        #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
+        let two = countFrames(dir.appendingPathComponent("two.mp4").path) ?? 0
+        #expect(two > one, "two.mp4: \(two) frames, one.mp4: \(one)")
+        #expect((countFrames(dir.appendingPathComponent("one.mp4").path) ?? 0) > 0, "the second one.mp4")
+        #expect(end.stderr.contains("[one] ending: sending end-of-stream"), "\(end.stderr)")
+        #expect(!end.stderr.contains("cut short"), "a removed source is not a damaged input: \(end.stderr)")
+    }
+
+    /// Refused commands: one line starting with "error" each, and nothing else changes.
+    @Test func badCommandsChangeNothing() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = dir.appendingPathComponent("clip.mp4").path
+        try Self.makeClip(clip)
+        let template = try Self.writeFileTemplate(dir)
+        let socket = dir.appendingPathComponent("serve.sock").path
+        let serve = try Background.streamlens(["serve", template, "one=file://\(clip)", "--control", socket])
+        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
+        try #require(Self.waitForSources(socket) { $0["one"]?.state == "playing" }, "\(serve.stderr)")
+        let refused: [(String, String)] = [
+            ("frob one", "error: unknown command 'frob'"),
+            ("add one file://\(clip)", "error: a source named one exists already"),
+            ("add two not-a-uri", "error: 'not-a-uri' is not a URI"),
+            ("add two file:///nowhere/clip.mp4", "error: two: "),
+            ("add two", "error: add takes NAME URI"),
+            ("add bad/name file://\(clip)", "error: source name 'bad/name' must be"),
+            ("add two file:///a b", "error: add takes NAME URI"),
+            ("remove nobody", "error: no source named nobody (sources: one)"),
+            ("set nobody threshold=0.5", "error: no source named nobody"),
+            ("set one bogus=1", "error: lensdetect"),
+            ("get", "error: get takes the source's name first"),
+        ]
+        for (line, expected) in refused {
+            let reply = try Self.ask(socket, line)
+            #expect(reply.hasPrefix(expected) && !reply.contains("\n"), "\(line) -> \(reply)")
+            let now = try Self.sources(socket)
+            #expect(now.keys.sorted() == ["one"] && now["one"]?.state == "playing", "after \(line): \(now)")
+        }
+        // Per-source set/get reach that source's stage.
+        #expect(try Self.ask(socket, "set one draw=false") == "ok")
+        #expect(try Self.ask(socket, "get one draw") == "false")
+        let end = serve.stop(signal: SIGTERM, timeout: 60)
+        #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("two.mp4").path))
+    }
+    // Bad command lines of `serve`: docs/bad-inputs.md rows 122–129 (BadInputTests).
+}
