@@ -40,8 +40,12 @@ extension Pipeline {
 
     /// PLAYING not reached within the start timeout: the run fails, saying where it is stuck.
     /// With a watchdog, a source that does not come is its business (retries, then an error).
+    /// A stage setting up on its first format (a model compiling) is busy, not stuck: that time
+    /// is not counted (the last set-up's end restarts the count; any stage of the process).
     func startOverdue(_ run: RunState) -> Outcome? {
-        guard !run.playing, run.watchdogs.isEmpty, Date().timeIntervalSince(run.started) > run.options.startTimeout else { return nil }
+        guard !run.playing, run.watchdogs.isEmpty, StageWorker.formatSetups.load(ordering: .relaxed) == 0 else { return nil }
+        let sinceSetup = Double(DispatchTime.now().uptimeNanoseconds &- StageWorker.lastFormatSetupEnd.load(ordering: .relaxed)) / 1e9
+        guard min(Date().timeIntervalSince(run.started), sinceSetup) > run.options.startTimeout else { return nil }
         var state = GST_STATE_NULL, pending = GST_STATE_NULL
         gst_element_get_state(pipeline, &state, &pending, 0)
         let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"

@@ -352,6 +352,11 @@ final class StageWorker: @unchecked Sendable {
                 Self.setupBacklogs.add(1, ordering: .relaxed)
             }
         }
+        Self.formatSetups.add(1, ordering: .relaxed)
+        defer {
+            Self.lastFormatSetupEnd.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+            Self.formatSetups.subtract(1, ordering: .relaxed)
+        }
         do {
             try stage.formatChanged(newFormat)
         } catch {
@@ -407,6 +412,11 @@ final class StageWorker: @unchecked Sendable {
     private var queueDrops = 0
     /// Stages of the process with a set-up backlog left (see `run`).
     static let setupBacklogs = Atomic<Int>(0)
+    /// Stages of the process setting up on a format now (a model compiling, precision=auto
+    /// timing its candidates), and when the last one finished (uptime, ns): the start timeout
+    /// does not count that time (a model compiling on a busy machine is slow, not stuck).
+    static let formatSetups = Atomic<Int>(0)
+    static let lastFormatSetupEnd = Atomic<UInt64>(0)
     /// This stage's backlog: the frame count (framesIn) at which it is processed.
     private var backlogEnd: Int?
     private func endBacklog() {

@@ -28,8 +28,9 @@ let usage = """
         -q, --quiet     no progress, no stage summaries
         -v, --verbose   print each stage's negotiated caps, its figures every 5 s, debug details
         --mode M        force every stage's bridge mode (lossless: every frame; live: newest wins)
-        --timeout S     seconds the pipeline may take to start (default 20, or
-                        $STREAMLENS_START_TIMEOUT: slow machines, sanitizer builds)
+        --timeout S     seconds the pipeline may take to start, a stage's model set-up not
+                        counted (default 20, or $STREAMLENS_START_TIMEOUT: slow machines,
+                        sanitizer builds)
         --eos-timeout S seconds end-of-stream may take after Ctrl-C before the run stops
                         without it (default 15); a second Ctrl-C stops at once
         --control C     take commands while running from stdin (-) or a Unix socket path:

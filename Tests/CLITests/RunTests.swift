@@ -230,7 +230,9 @@ import Testing
             .filter { $0.hasSuffix(".pipeline") }
         #expect(files.count >= 7, "\(files)")
         for file in files {
-            let r = try CLI.run(["inspect", String(file.dropLast(".pipeline".count)), "INPUT=/tmp/in.mp4", "OUTPUT=/tmp/out.mp4"])
+            // (URI and NAME: serve's templates.)
+            let r = try CLI.run(["inspect", String(file.dropLast(".pipeline".count)), "INPUT=/tmp/in.mp4", "OUTPUT=/tmp/out.mp4",
+                                 "URI=rtsp://127.0.0.1/cam", "NAME=cam"])
             #expect(r.status == 0, "\(file): \(r.stderr)")
         }
     }

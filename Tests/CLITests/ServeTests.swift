@@ -73,15 +73,15 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         var flaky = try Self.startCamera(port: 18630)
         let steady = try Self.startCamera(port: 18631) // three sources watch this one (a shared media)
-        let template = dir.appendingPathComponent("camera.pipeline").path
-        try """
-            rtspsrc location=${URI} latency=0 ! rtph264depay ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx
-              ! lenswatchdog timeout=2 backoff=0.5 max-backoff=1 name=watchdog-${NAME}
-              ! lensdetect model=Models/face-short-range.json ! fakesink
-            """.write(toFile: template, atomically: true, encoding: .utf8)
         let socket = dir.appendingPathComponent("serve.sock").path
-        let serve = try Background.streamlens(["serve", template, "door=rtsp://127.0.0.1:18630/cam", "hall=rtsp://127.0.0.1:18631/cam",
-                                               "yard=rtsp://127.0.0.1:18631/cam", "gate=rtsp://127.0.0.1:18631/cam", "--control", socket])
+        // The shipped template: camera → watchdog → faces → DIR/NAME.jsonl.
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in ["TIMEOUT": "2", "BACKOFF": "0.5", "MAX_BACKOFF": "1", "JITTER": "0", "OUT": dir.path] {
+            environment["STREAMLENS_VAR_" + name] = value
+        }
+        let serve = try Background.streamlens(["serve", "camera-faces", "door=rtsp://127.0.0.1:18630/cam", "hall=rtsp://127.0.0.1:18631/cam",
+                                               "yard=rtsp://127.0.0.1:18631/cam", "gate=rtsp://127.0.0.1:18631/cam", "--control", socket],
+                                              environment: environment)
         try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
         let others = ["hall", "yard", "gate"]
         try #require(Self.waitForSources(socket) { s in s.count == 4 && s.values.allSatisfy { $0.state == "playing" && $0.frames > 10 } },
@@ -111,6 +111,11 @@ import Testing
             #expect(end.stderr.contains("[\(name)] lensdetect"), "\(name): \(end.stderr)")
         }
         #expect(end.stderr.contains("compiled once for 4 stages"), "\(end.stderr)")
+        // Each camera's frames in its own file, a JSON line each.
+        for name in ["door"] + others {
+            let lines = ((try? String(contentsOfFile: dir.appendingPathComponent("\(name).jsonl").path, encoding: .utf8)) ?? "").split(separator: "\n")
+            #expect(lines.count > 30 && lines.allSatisfy { $0.hasPrefix("{") }, "\(name).jsonl: \(lines.count) lines")
+        }
         _ = steady.stop()
         _ = flaky.stop()
     }
