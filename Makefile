@@ -53,7 +53,7 @@ test-train: build
 
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
 # pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).
-ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels
+ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel

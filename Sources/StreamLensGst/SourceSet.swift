@@ -146,15 +146,18 @@ public final class SourceSet: @unchecked Sendable {
         let playing = DispatchSemaphore(value: 0)
         let name = source.name
         source.pipeline.log = { [log] line in log("[\(name)] \(line)") }
-        source.pipeline.onPlaying = { [lock] in
+        // Weak: the pipeline holds this closure, and a source that is removed must go (its
+        // pipeline with it) even if nothing else does.
+        source.pipeline.onPlaying = { [lock, weak source] in
             lock.lock()
-            if source.state == .starting { source.state = .playing }
+            if let source, source.state == .starting { source.state = .playing }
             lock.unlock()
             playing.signal()
         }
         let options = options
         Thread.detachNewThread { [lock] in
             let outcome = source.pipeline.run(options)
+            source.pipeline.onPlaying = nil
             lock.lock()
             switch outcome {
             case .finished: source.state = .ended
