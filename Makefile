@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-track bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-track bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -108,6 +108,14 @@ bench-remote: build
 # worktree; BASE_BIN=… to give one); fps, CPU, the ideal from the solo costs (bench/multi.sh).
 bench-multi: build
 	bench/multi.sh $(BIN_RELEASE)
+
+# Many live cameras: N = 1, 2, 4, 8 live 640x360 30 fps face sources (a clip looped) → lensdetect,
+# all in one `streamlens serve` process against N `streamlens run` processes at once, with the
+# detector on every frame and on every other (interval=2): fps delivered, drops, frame age p95,
+# peak RSS, CPU seconds, the largest N each keeps at 30 fps (bench/streams.sh; DURATION=20 s a
+# run, NS="1 2 4 8"). Not part of `make bench`.
+bench-streams: build
+	bench/streams.sh $(BIN_RELEASE)
 
 # All five benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run
