@@ -111,6 +111,9 @@ final class SourceWatchdog: @unchecked Sendable {
     /// Restarts the source part after the back-off. Returns false when the run should end
     /// (retries exhausted: an error was posted) or the worker is stopping.
     func restart(reason: String, stopping: () -> Bool) -> Bool {
+        // Ending on purpose (Ctrl-C, a removed source): the failure is likely the end-of-stream
+        // meeting a source part that was restarting; restarting it again would only fail again.
+        if sl_element_pipeline_ending(element) != 0 { return false }
         if outageStart == nil { outageStart = DispatchTime.now().uptimeNanoseconds }
         failedAttempts += 1
         if retries > 0 && failedAttempts > retries {
