@@ -10,7 +10,7 @@ extension InferenceOptions {
         if settings.string("precision") != "default" { precision = settings.string("precision") }
         threads = settings.int("threads")
         requests = settings.int("nireq")
-        // Only lensdetect declares them (InferenceOptions.batchProperties).
+        // lensdetect and lensstylize declare them (InferenceOptions.batchProperties).
         if case .int(let size)? = settings["batch-size"] { batchSize = size }
         if case .int(let timeout)? = settings["batch-timeout"] { batchTimeout = Double(timeout) }
         let cache = settings.string("cache-dir")

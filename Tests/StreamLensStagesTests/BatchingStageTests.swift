@@ -40,4 +40,23 @@ import Testing
         let summary = try #require(driver.stage.summary)
         #expect(summary.contains("batched: 1 stream, mean batch 1.0 (batch-size 4, 3 batches, 3 partial)"), "\(summary)")
     }
+
+    /// lensstylize batches too (a feed-forward style: image in, image out, [N, …] both): a lone
+    /// frame runs after the timeout and comes out as without batching.
+    @Test func aFeedForwardStyleBatches() throws {
+        let (w, h) = (160, 120)
+        let bytes = try rgbPixels(of: packageRoot.appendingPathComponent(".deps/media/chelsea.png").path, width: w, height: h)
+        let plain = try StageDriver(StylizeStage.self, settings: ["model": .string("Models/mosaic.json"), "precision": .string("f32"),
+                                                                 "inference-size": .string("128")])
+        try plain.start(.packed("RGB", width: w, height: h))
+        let unbatched = plain.push(bytes) + plain.finish()
+        let driver = try StageDriver(StylizeStage.self, settings: ["model": .string("Models/mosaic.json"), "precision": .string("f32"),
+                                                                  "inference-size": .string("128"), "batch-size": .int(2), "batch-timeout": .int(5)])
+        try driver.start(.packed("RGB", width: w, height: h))
+        let batched = driver.push(bytes) + driver.finish()
+        try #require(batched.count == 1 && unbatched.count == 1)
+        #expect(meanDifference(batched[0].pixels.bytes, unbatched[0].pixels.bytes) < 0.5, "a batched frame came out differently")
+        let summary = try #require(driver.stage.summary)
+        #expect(summary.contains("batched: 1 stream"), "\(summary)")
+    }
 }
