@@ -157,6 +157,9 @@ public final class InferenceEngine: @unchecked Sendable {
     private let compiledModels = Mutex<[String: WeakCompiledModel]>([:])
     /// Batchers by their compiled model's key (batch size included); held weakly, like models.
     private let batchers = Mutex<[String: WeakBatchedModel]>([:])
+    /// Why a model refused a batch, by the same key: the next stage asking is told at once
+    /// (finding out may take a whole compilation, when an output shows the refusal).
+    private let refusals = Mutex<[String: String]>([:])
     /// One compilation at a time: a second stage asking for the same model waits and shares
     /// it, and precision=auto measures without another compilation running beside it.
     private let compiling = NSLock()
@@ -251,13 +254,20 @@ public final class InferenceEngine: @unchecked Sendable {
             defer { compiling.unlock() }
             let key = try cacheKey(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: options.batchSize)
             if let shared = batchers.withLock({ $0[key]?.model }) { return BatchedImageModel(shared, options: options) }
-            let batched = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable,
+            if let known = refusals.withLock({ $0[key] }) { throw InferenceError(known) }
+            let batched: CompiledModel
+            do {
+                batched = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable,
                                             batch: options.batchSize)
-            if !batched.otherInputs.isEmpty {
-                throw InferenceError("its other inputs (\(batched.otherInputs.map(\.name).joined(separator: ", "))) are set by each stage")
-            }
-            for output in batched.outputs where output.shape.first != options.batchSize {
-                throw InferenceError("its output \(output.name) is \(output.shape), not batched in its first dimension")
+                if !batched.otherInputs.isEmpty {
+                    throw InferenceError("its other inputs (\(batched.otherInputs.map(\.name).joined(separator: ", "))) are set by each stage")
+                }
+                for output in batched.outputs where output.shape.first != options.batchSize {
+                    throw InferenceError("its output \(output.name) is \(output.shape), not batched in its first dimension")
+                }
+            } catch let error as InferenceError {
+                refusals.withLock { $0[key] = error.message }
+                throw error
             }
             let single = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1)
             let batcher = try BatchedModel(batch: batched, single: single, size: options.batchSize)

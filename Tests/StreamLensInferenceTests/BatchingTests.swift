@@ -128,6 +128,10 @@ import Testing
         #expect(model is ImageModel)
         #expect(model.settings.contains("batch-size 4 refused (the model's image input [1,8,8,3] cannot take a batch of 4"), "\(model.settings)")
         #expect(model.settings.contains("2 infer requests instead"), "\(model.settings)")
+        // The next stage asking is told the same, from the engine's memory of the refusal.
+        let again = try engine.loadImageInference(path: folder.appendingPathComponent("fixed.xml").path, input: input, frame: layout,
+                                                  region: .whole, options: Self.options(batch: 4))
+        #expect(again is ImageModel && again.settings.hasSuffix(model.settings.split(separator: ",").last!), "\(again.settings)")
         let pixels = (0..<192).map { UInt8($0) }
         let out = try pixels.withUnsafeBytes { try model.infer($0) { Array($0[0]) } }
         #expect(out == pixels.map(Float.init))
