@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import Synchronization
 import StreamLensInference
 import Testing
 
@@ -32,6 +33,16 @@ import Testing
             }
         }
         return (frames.map { Array($0) }, FrameLayout(width: image.width, height: image.height, pixelFormat: "RGB", stride: row))
+    }
+
+    /// The largest relative difference between two models' outputs.
+    static func worstDifference(_ a: [TensorData], _ b: [TensorData]) -> Float {
+        var worst: Float = a.count == b.count ? 0 : .infinity
+        for (x, y) in zip(a, b) {
+            guard x.values.count == y.values.count else { return .infinity }
+            for (u, v) in zip(x.values, y.values) { worst = max(worst, abs(u - v) / max(1, abs(v))) }
+        }
+        return worst
     }
 
     static func boxes(_ outputs: [TensorData]) throws -> [Detection] {
@@ -75,6 +86,46 @@ import Testing
         #expect(handles[0].settings.contains("batched: 4 streams, mean batch 4.0"), "\(handles[0].settings)")
         // The boxes differ from frame to frame: the slices are the right frames'.
         #expect(Set(try expected.map { try Self.boxes($0).first!.box.xMin }).count == 4)
+    }
+
+    /// Four stages on four threads at once, each with two frames in flight (as a stage's nireq=2
+    /// keeps them): every frame gets its own frame's answer, whichever batch it fell into.
+    @Test func fourThreadsAtOnceEachGetTheirOwnAnswers() throws {
+        let engine = try InferenceEngine()
+        let (frames, layout) = try Self.frames()
+        let single = try engine.loadImageModel(path: Self.centerFace, input: Self.input, frame: layout, region: .whole, options: Self.options(batch: 1), resizable: true)
+        let expected = try frames.map { frame in try frame.withUnsafeBytes { try single.infer($0) } }
+        final class Shared: @unchecked Sendable { // each stage is used by its own thread only
+            var stages: [any ImageInference] = []
+            let failures = Mutex<[String]>([])
+        }
+        let shared = Shared()
+        shared.stages = try (0..<4).map { _ in
+            try engine.loadImageInference(path: Self.centerFace, input: Self.input, frame: layout, region: .whole, options: Self.options(batch: 4), resizable: true)
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            let stage = shared.stages[t]
+            var waiting: [(frame: Int, ticket: PendingInference)] = []
+            for k in 0..<6 {
+                let f = (t + k) % frames.count
+                do {
+                    waiting.append((f, try frames[f].withUnsafeBytes { try stage.submit($0) }))
+                    if waiting.count == 2 || k == 5 {
+                        for entry in waiting {
+                            let outputs = try stage.outputs(of: entry.ticket.wait().get())
+                            let worst = Self.worstDifference(outputs, expected[entry.frame])
+                            if worst > 1e-3 { shared.failures.withLock { $0.append("thread \(t) frame \(entry.frame): \(worst)") } }
+                        }
+                        waiting = []
+                    }
+                } catch {
+                    shared.failures.withLock { $0.append("thread \(t): \(error)") }
+                }
+            }
+        }
+        #expect(shared.failures.withLock { $0 } == [])
+        let figures = try #require(shared.stages[0] as? BatchedImageModel).statistics
+        #expect(figures.frames == 24 && figures.streams == 4 && figures.largest <= 4, "\(figures)")
     }
 
     /// A lone stream with batch-size=4 is not stalled: each frame, waited for in turn, runs
