@@ -42,6 +42,12 @@ public struct InferenceOptions: Sendable, Equatable {
     /// Infer requests in flight at once (DL Streamer's `nireq`): with 2, the worker prepares and
     /// delivers one frame while OpenVINO's threads run the next.
     public var requests = 2
+    /// Frames run as one inference (DL Streamer's batch-size): stages of one process with the
+    /// same compiled model share batches of up to this many frames (`loadImageInference`).
+    /// 1: every frame on its own, today's path.
+    public var batchSize = 1
+    /// Milliseconds a frame waits for others to fill its batch before what is there runs.
+    public var batchTimeout = 10.0
     public init() {}
 }
 
@@ -80,6 +86,23 @@ public struct FrameLayout: Sendable, Equatable {
     /// GRAY8: one channel, for second models on grey crops (lensclassify makes them).
     public static let supportedFormats = ["RGB", "BGR", "RGBx", "BGRx", "RGBA", "BGRA", "GRAY8"]
     var channels: Int { pixelFormat == "GRAY8" ? 1 : pixelFormat.count == 3 ? 3 : 4 }
+
+    /// The bytes a frame buffer must have at least (the last row needs no padding).
+    var minimumBytes: Int { stride * (height - 1) + width * channels }
+
+    /// Bytes of the tensor one frame fills, letterbox borders included.
+    func tensorBytes(padding: (top: Int, left: Int, bottom: Int, right: Int)) -> Int {
+        (width + padding.left + padding.right) * channels * (height + padding.top + padding.bottom)
+    }
+
+    /// The frame's rows into a tensor's bytes (padded layout; the borders are left as they are).
+    func copyRows(_ pixels: UnsafeRawBufferPointer, padding: (top: Int, left: Int, bottom: Int, right: Int), into base: UnsafeMutableRawPointer) {
+        let rowBytes = width * channels, tensorRow = (width + padding.left + padding.right) * channels
+        let origin = padding.top * tensorRow + padding.left * channels
+        for row in 0..<height {
+            base.advanced(by: origin + row * tensorRow).copyMemory(from: pixels.baseAddress!.advanced(by: row * stride), byteCount: rowBytes)
+        }
+    }
     var colorFormat: ov_color_format_e? {
         switch pixelFormat {
         case "GRAY8": return GRAY
@@ -132,6 +155,11 @@ public final class InferenceEngine: @unchecked Sendable {
     /// Compiled models by everything that went into them; held weakly (an entry goes when the
     /// last ImageModel made from it does).
     private let compiledModels = Mutex<[String: WeakCompiledModel]>([:])
+    /// Batchers by their compiled model's key (batch size included); held weakly, like models.
+    private let batchers = Mutex<[String: WeakBatchedModel]>([:])
+    /// Why a model refused a batch, by the same key: the next stage asking is told at once
+    /// (finding out may take a whole compilation, when an output shows the refusal).
+    private let refusals = Mutex<[String: String]>([:])
     /// One compilation at a time: a second stage asking for the same model waits and shares
     /// it, and precision=auto measures without another compilation running beside it.
     private let compiling = NSLock()
@@ -204,9 +232,67 @@ public final class InferenceEngine: @unchecked Sendable {
     /// models run at a chosen size); otherwise a fixed size that differs from `input` is an error.
     public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
                                options: InferenceOptions, resizable: Bool = false) throws -> ImageModel {
+        compiling.lock()
+        defer { compiling.unlock() }
+        let compiled = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1)
+        return try ImageModel(compiled: compiled, requests: options.requests)
+    }
+
+    /// What a model stage runs: with `options.batchSize` 1, `loadImageModel`'s ImageModel; above
+    /// 1, a handle on the process's batcher for this compiled model, whose frames run together
+    /// with those of every other stage holding one (`BatchedModel`). A model that cannot take a
+    /// batch (its graph fixes batch 1, it has other inputs each stage sets, an output is not
+    /// batched in its first dimension) runs as without batching, and its `settings` say why.
+    public func loadImageInference(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
+                                   options: InferenceOptions, resizable: Bool = false) throws -> any ImageInference {
+        guard options.batchSize > 1 else {
+            return try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable)
+        }
+        let refusal: String
+        do {
+            compiling.lock()
+            defer { compiling.unlock() }
+            let key = try cacheKey(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: options.batchSize)
+            if let shared = batchers.withLock({ $0[key]?.model }) { return BatchedImageModel(shared, options: options) }
+            if let known = refusals.withLock({ $0[key] }) { throw InferenceError(known) }
+            let batched: CompiledModel
+            do {
+                batched = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable,
+                                            batch: options.batchSize)
+                if !batched.otherInputs.isEmpty {
+                    throw InferenceError("its other inputs (\(batched.otherInputs.map(\.name).joined(separator: ", "))) are set by each stage")
+                }
+                for output in batched.outputs where output.shape.first != options.batchSize {
+                    throw InferenceError("its output \(output.name) is \(output.shape), not batched in its first dimension")
+                }
+            } catch let error as InferenceError {
+                refusals.withLock { $0[key] = error.message }
+                throw error
+            }
+            let single = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1)
+            let batcher = try BatchedModel(batch: batched, single: single, size: options.batchSize)
+            batchers.withLock { cache in
+                cache = cache.filter { $0.value.model != nil }
+                cache[key] = WeakBatchedModel(batcher)
+            }
+            return BatchedImageModel(batcher, options: options)
+        } catch let error as InferenceError {
+            refusal = error.message
+        }
+        // Not batched: the stage's own infer requests, as with batch-size=1 (a file that is not
+        // there fails here with the same message it would without batching).
+        let model = try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable)
+        model.note = "batch-size \(options.batchSize) refused (\(refusal)): \(model.requestCount) infer requests instead"
+        return model
+    }
+
+    /// Everything that goes into a compiled model, as the caches' key; checks what can be checked
+    /// before reading the model (the file, the frame format, the device).
+    private func cacheKey(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion, options: InferenceOptions,
+                          resizable: Bool, batch: Int) throws -> String {
         guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
         if let reason = InputFile.notAFile(path) { throw InferenceError("model file \(path) is \(reason)") }
-        guard let colorFormat = frame.colorFormat else {
+        guard frame.colorFormat != nil else {
             throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
         }
         try checkDevice(options.device)
@@ -216,13 +302,20 @@ public final class InferenceEngine: @unchecked Sendable {
         // The budget's plan is not part of the key (an explicit threads= is): a stage that comes
         // later (another source in `streamlens serve`) shares the model compiled before it
         // rather than compiling it again for a plan that counts one more user.
-        let key = [path, stamp, options.device, options.precision ?? "default", plan.explicit ? "\(plan)" : "budget", "\(input)", "\(frame)",
-                   "\(region)", "\(resizable)", options.cacheDirectory ?? ""].joined(separator: "|")
-        compiling.lock()
-        defer { compiling.unlock() }
-        if let shared = compiledModels.withLock({ $0[key]?.model }) {
-            return try ImageModel(compiled: shared, requests: options.requests)
-        }
+        return [path, stamp, options.device, options.precision ?? "default", plan.explicit ? "\(plan)" : "budget", "\(input)", "\(frame)",
+                "\(region)", "\(resizable)", options.cacheDirectory ?? ""].joined(separator: "|") + (batch > 1 ? "|batch \(batch)" : "")
+    }
+
+    /// The compiled model for these settings, from the cache or compiled now (`compiling` held).
+    /// `batch` > 1: the image input's batch reshaped to it (throws when the model refuses).
+    private func compiledModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion, options: InferenceOptions,
+                               resizable: Bool, batch: Int) throws -> CompiledModel {
+        let key = try cacheKey(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: batch)
+        if let shared = compiledModels.withLock({ $0[key]?.model }) { return shared }
+        var plan = threadPlan(path: path, options: options)
+        // A batcher runs at most `slotCount` batches at once: more streams would only split
+        // the threads among streams that stay idle.
+        if batch > 1 && !plan.explicit { plan.streams = min(plan.streams, BatchedModel.slotCount) }
         var model: OpaquePointer?
         do {
             try check(ov_core_read_model(core, path, nil, &model), "ov_core_read_model")
@@ -233,13 +326,13 @@ public final class InferenceEngine: @unchecked Sendable {
                                  + (reason.map { "\n  OpenVINO: \($0.trimmingCharacters(in: .whitespaces))" } ?? ""))
         }
         defer { ov_model_free(model) }
-        let compiled = try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
-                                   plan: plan, resizable: resizable, label: path)
+        let compiled = try compile(model!, input: input, frame: frame, colorFormat: frame.colorFormat!, region: region, options: options,
+                                   plan: plan, resizable: resizable, batch: batch, label: path)
         compiledModels.withLock { cache in
             cache = cache.filter { $0.value.model != nil }
             cache[key] = WeakCompiledModel(compiled)
         }
-        return try ImageModel(compiled: compiled, requests: options.requests)
+        return compiled
     }
 
     /// The pre-processing alone: frames in, the float tensor a model of `shape` (in
@@ -269,13 +362,13 @@ public final class InferenceEngine: @unchecked Sendable {
         options.threads = 1 // a few arithmetic steps, not worth more
         let compiled = try compile(model!, input: input, frame: frame, colorFormat: colorFormat, region: region, options: options,
                                    plan: ThreadPlan.plan(device: "CPU", threads: 1, cores: cores, models: 1, sharing: 1),
-                                   resizable: false, label: "pre-processing")
+                                   resizable: false, batch: 1, label: "pre-processing")
         return try ImageModel(compiled: compiled, requests: 1) // used synchronously, before a request to the server
     }
 
     /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled.
     private func compile(_ model: OpaquePointer, input: ImageInput, frame: FrameLayout, colorFormat: ov_color_format_e, region: FrameRegion,
-                         options: InferenceOptions, plan: ThreadPlan, resizable: Bool, label path: String) throws -> CompiledModel {
+                         options: InferenceOptions, plan: ThreadPlan, resizable: Bool, batch: Int, label path: String) throws -> CompiledModel {
         let inputs = try ports(model, inputs: true)
         let imageIndex: Int
         if let name = input.name {
@@ -289,7 +382,7 @@ public final class InferenceEngine: @unchecked Sendable {
             }
             imageIndex = 0
         }
-        try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable)
+        try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable, batch: batch)
 
         var ppp: OpaquePointer?
         try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")
@@ -320,7 +413,7 @@ public final class InferenceEngine: @unchecked Sendable {
         // model: 6.9 ms a frame letterboxed, 2.3 ms in this order.)
         if case let .crop(x, y, width, height) = region {
             var begin: [Int32] = [0, Int32(y), Int32(x), 0]
-            var end: [Int32] = [1, Int32(y + height), Int32(x + width), Int32(frame.channels)]
+            var end: [Int32] = [Int32(batch), Int32(y + height), Int32(x + width), Int32(frame.channels)]
             try check(ov_preprocess_preprocess_steps_crop(steps, &begin, 4, &end, 4), "ov_preprocess_preprocess_steps_crop")
         }
         try check(ov_preprocess_preprocess_steps_resize(steps, RESIZE_LINEAR), "ov_preprocess_preprocess_steps_resize")
@@ -356,7 +449,7 @@ public final class InferenceEngine: @unchecked Sendable {
 
         let outputs = try ports(built!, inputs: false)
         let otherInputs = try ports(built!, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
-        let tensorShape = [1, tensorHeight, tensorWidth, frame.channels]
+        let tensorShape = [batch, tensorHeight, tensorWidth, frame.channels]
         let (compiled, precision) = try compileChoosingPrecision(built!, options: options, plan: plan, tensorShape: tensorShape,
                                                                  imageInput: imageIndex, label: path)
         return CompiledModel(engine: self, pointer: compiled, frame: frame, padding: padding, imageInput: imageIndex,
@@ -500,7 +593,8 @@ public final class InferenceEngine: @unchecked Sendable {
     /// Batch → 1 when dynamic (otherwise inference "succeeds" on an empty tensor) or `resizable`;
     /// height and width → `input`'s, by reshaping when they are dynamic or differ; a dynamic channel count
     /// → 3. A model that cannot take that size is refused with a message saying so.
-    private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput, resizable: Bool) throws {
+    /// `batch` > 1: the batch → `batch`, whatever the model says (it may refuse: thrown).
+    private func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput, resizable: Bool, batch: Int) throws {
         var port: OpaquePointer?
         try check(ov_model_const_input_by_index(model, index, &port), "ov_model_const_input_by_index")
         defer { ov_output_const_port_free(port) }
@@ -520,6 +614,7 @@ public final class InferenceEngine: @unchecked Sendable {
         var dims: [Int64] = (0..<4).map { i in
             switch (i, nchw) {
             // A resizable model's fixed batch (CenterFace's file says 10) is one frame too.
+            case (0, _) where batch > 1: return Int64(batch)
             case (0, _): return current[0].0 == current[0].1 && !resizable ? current[0].0 : 1
             case (2, true), (1, false): return Int64(input.height)
             case (3, true), (2, false): return Int64(input.width)
@@ -529,7 +624,8 @@ public final class InferenceEngine: @unchecked Sendable {
         let was = current.map { $0.0 == $0.1 ? String($0.0) : "?" }.joined(separator: ",")
         if !ov_partial_shape_is_dynamic(partial) {
             if current.map(\.0) == dims { return }
-            guard resizable else {
+            // A batch is the one change a model that is not resizable may take.
+            guard resizable || batch > 1 && Array(current.dropFirst().map(\.0)) == Array(dims.dropFirst()) else {
                 throw InferenceError("the model's image input is [\(was)] but the manifest says \(input.width)x\(input.height) \(input.layout)"
                                      + " (a fully convolutional detector may say \"resizable\": true in its input)")
             }
@@ -547,7 +643,8 @@ public final class InferenceEngine: @unchecked Sendable {
             // OpenVINO's text names the shape check that failed deep inside the graph: its first
             // line is enough.
             let detail = error.message.split(separator: "\n").first.map(String.init) ?? error.message
-            throw InferenceError("the model's image input [\(was)] cannot take \(input.width)x\(input.height) (\(detail))")
+            throw InferenceError("the model's image input [\(was)] cannot take " + (batch > 1 ? "a batch of \(batch), " : "")
+                                 + "\(input.width)x\(input.height) (\(detail))")
         }
     }
 
@@ -681,8 +778,10 @@ public final class ImageModel {
     /// the same compiled model (sources of `streamlens serve`), for how many it was compiled once.
     public var settings: String {
         let peak = compiled.peakUsers
-        return compiled.settings + (peak > 1 ? ", compiled once for \(peak) stages" : "")
+        return compiled.settings + (peak > 1 ? ", compiled once for \(peak) stages" : "") + (note.map { ", \($0)" } ?? "")
     }
+    /// Said after the settings: why a batch-size asked for is not used (`loadImageInference`).
+    public internal(set) var note: String?
 
     /// A property as the compiled model reports it ("INFERENCE_NUM_THREADS", "NUM_STREAMS",
     /// "ENABLE_CPU_PINNING", "INFERENCE_PRECISION_HINT"…): how OpenVINO will really run it.
@@ -783,13 +882,8 @@ public final class ImageModel {
         return shape
     }
 
-    /// The frame's rows into a tensor's bytes (padded layout; the borders are left as they are).
     private func copyRows(_ pixels: UnsafeRawBufferPointer, into base: UnsafeMutableRawPointer) {
-        let rowBytes = frame.width * frame.channels, tensorRow = tensorSize.width * frame.channels
-        let origin = padding.top * tensorRow + padding.left * frame.channels
-        for row in 0..<frame.height {
-            base.advanced(by: origin + row * tensorRow).copyMemory(from: pixels.baseAddress!.advanced(by: row * frame.stride), byteCount: rowBytes)
-        }
+        frame.copyRows(pixels, padding: padding, into: base)
     }
 
     /// Runs the model on one frame and hands `body` the outputs in place, in the model's order,
@@ -912,5 +1006,382 @@ public final class ImageModel {
             first.slot.running.withLock { $0 = nil }
             started.removeFirst()
         }
+    }
+}
+
+// MARK: Batching across stages
+
+/// How a batcher has run, for summaries and tests.
+public struct BatchStatistics: Sendable, Equatable {
+    /// Inferences started: full batches and (after the timeout) partial ones.
+    public var batches = 0
+    /// Frames in them.
+    public var frames = 0
+    /// Batches the timeout started with fewer frames than the batch size (run frame by frame).
+    public var partial = 0
+    /// The most frames one batch held.
+    public var largest = 0
+    /// The most stages that held a handle at once.
+    public var streams = 0
+    public var meanBatch: Double { batches == 0 ? 0 : Double(frames) / Double(batches) }
+    public init(batches: Int = 0, frames: Int = 0, partial: Int = 0, largest: Int = 0, streams: Int = 0) {
+        self.batches = batches; self.frames = frames; self.partial = partial; self.largest = largest; self.streams = streams
+    }
+}
+
+/// One compiled model with batch N shared by any number of stages (the sources of `streamlens
+/// serve`): frames submitted by any of them fill the next free slot of a batch tensor
+/// [N, H, W, C]; a full batch runs as one inference, and each frame's ticket gets its own
+/// slice of every output. A frame never waits longer than its stage's batch-timeout for the
+/// others: then the frames there run.
+///
+/// A partial batch runs frame by frame on the batch-1 compiled model (its requests read their
+/// slices of the batch tensor in place), not padded to N: on 2 vCPUs the short-range face model
+/// took 2.8 ms for one frame and 9.8 ms for a batch of 4 (Python API, f32, 2 threads), so a lone
+/// frame padded to 4 would cost 3.5 times its own inference; a dynamic batch (1…4) cost 4.8 ms
+/// for one frame (README "Batching across streams").
+///
+/// The timeout is a timer, not a deadline checked by the next submitter: a stream's last frame,
+/// or a lone stream's frame whose successor comes 33 ms later, has no next submitter. Timers
+/// and completions run on one serial queue; the slots are behind `condition`, on which a
+/// submitter waits when both slots are busy (one running, one running or filling: the filling
+/// one runs by its timeout at the latest, so the wait is bounded).
+///
+/// @unchecked Sendable: the slots and figures are only touched with `condition` held; the
+/// OpenVINO objects are created in init and freed in deinit.
+final class BatchedModel: @unchecked Sendable {
+    /// Batches in flight at once: one fills while the other runs.
+    static let slotCount = 2
+    let batch: CompiledModel
+    let single: CompiledModel
+    let size: Int
+    /// Output names and shapes for one frame (the batch dimension 1).
+    let outputs: [(name: String, shape: [Int])]
+    private let queue = DispatchQueue(label: "streamlens batcher")
+    private let condition = NSCondition()
+    private var slots: [Slot] = []
+    private var filling: Int?
+    private var round = 0
+    private var figures = BatchStatistics()
+    private var users = 0
+
+    /// One batch: its request and tensor, the batch-1 requests that run a partial batch frame
+    /// by frame (each reads its slice of the tensor in place), and the tickets of its frames.
+    final class Slot {
+        let request: OpaquePointer
+        let input: OpaquePointer
+        let base: UnsafeMutableRawPointer
+        var singles: [OpaquePointer] = []
+        var views: [OpaquePointer] = []
+        var completions: [Completion] = []
+        var items: [PendingInference] = []
+        var round = 0
+        var deadline: UInt64?
+        /// Requests of this slot running now (0: free, or filling).
+        var running = 0
+        var ranSingly = false
+        init(request: OpaquePointer, input: OpaquePointer, base: UnsafeMutableRawPointer) {
+            self.request = request; self.input = input; self.base = base
+        }
+    }
+
+    /// What OpenVINO's callback is given: which request of which slot is done. Weak: a
+    /// callback during the batcher's deinit (which waits for its requests) finds nothing.
+    final class Completion: @unchecked Sendable {
+        weak var model: BatchedModel?
+        let slot: Int
+        /// nil: the batch request; i: the batch-1 request of frame i.
+        let single: Int?
+        let callback = UnsafeMutablePointer<ov_callback_t>.allocate(capacity: 1)
+        init(model: BatchedModel, slot: Int, single: Int?) { self.model = model; self.slot = slot; self.single = single }
+        deinit { callback.deallocate() }
+    }
+
+    init(batch: CompiledModel, single: CompiledModel, size: Int) throws {
+        self.batch = batch; self.single = single; self.size = size
+        outputs = batch.outputs.map { ($0.name, [1] + $0.shape.dropFirst()) }
+        let frame = batch.frame, padding = batch.padding
+        let sliceBytes = frame.tensorBytes(padding: padding)
+        let (height, width) = (frame.height + padding.top + padding.bottom, frame.width + padding.left + padding.right)
+        func shape(_ n: Int) throws -> ov_shape_t {
+            var dims: [Int64] = [Int64(n), Int64(height), Int64(width), Int64(frame.channels)]
+            var shape = ov_shape_t()
+            try check(ov_shape_create(4, &dims, &shape), "ov_shape_create")
+            return shape
+        }
+        func request(_ compiled: CompiledModel, _ completion: Completion) throws -> OpaquePointer {
+            var request: OpaquePointer?
+            try check(ov_compiled_model_create_infer_request(compiled.pointer, &request), "ov_compiled_model_create_infer_request")
+            completion.callback.initialize(to: ov_callback_t(callback_func: { args in
+                // OpenVINO's thread: hand the finished request to the batcher's queue.
+                let completion = Unmanaged<Completion>.fromOpaque(args!).takeUnretainedValue()
+                guard let model = completion.model else { return }
+                model.queue.async { model.completed(completion) }
+            }, args: Unmanaged.passUnretained(completion).toOpaque()))
+            do {
+                try check(ov_infer_request_set_callback(request, completion.callback), "ov_infer_request_set_callback")
+            } catch {
+                ov_infer_request_free(request)
+                throw error
+            }
+            return request!
+        }
+        // Counted first: a failure below still runs deinit, which leaves and frees.
+        batch.join()
+        single.join()
+        for index in 0..<Self.slotCount {
+            var batchShape = try shape(size)
+            defer { ov_shape_free(&batchShape) }
+            var tensor: OpaquePointer?
+            try check(ov_tensor_create(U8, batchShape, &tensor), "ov_tensor_create")
+            var data: UnsafeMutableRawPointer?
+            try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+            data!.initializeMemory(as: UInt8.self, repeating: 0, count: sliceBytes * size) // letterbox borders
+            let whole = Completion(model: self, slot: index, single: nil)
+            let slot: Slot
+            do {
+                slot = Slot(request: try request(batch, whole), input: tensor!, base: data!)
+            } catch {
+                ov_tensor_free(tensor)
+                throw error
+            }
+            slot.completions.append(whole)
+            slots.append(slot)
+            try check(ov_infer_request_set_input_tensor_by_index(slot.request, batch.imageInput, slot.input), "ov_infer_request_set_input_tensor_by_index")
+            for i in 0..<size {
+                var one = try shape(1)
+                defer { ov_shape_free(&one) }
+                var view: OpaquePointer?
+                try check(ov_tensor_create_from_host_ptr(U8, one, data!.advanced(by: i * sliceBytes), &view), "ov_tensor_create_from_host_ptr")
+                slot.views.append(view!)
+                let completion = Completion(model: self, slot: index, single: i)
+                slot.singles.append(try request(single, completion))
+                slot.completions.append(completion)
+                try check(ov_infer_request_set_input_tensor_by_index(slot.singles[i], single.imageInput, view), "ov_infer_request_set_input_tensor_by_index")
+            }
+        }
+    }
+
+    deinit {
+        batch.leave()
+        single.leave()
+        for slot in slots where slot.running > 0 {
+            if slot.ranSingly {
+                for request in slot.singles.prefix(slot.items.count) { _ = ov_infer_request_wait(request) }
+            } else {
+                _ = ov_infer_request_wait(slot.request)
+            }
+        }
+        for slot in slots {
+            for item in slot.items where !item.isFinished { item.finish(.failure(InferenceError("the batcher was released before the batch ran")), bytesReceived: 0) }
+        }
+        freeRequests()
+    }
+
+    private func freeRequests() {
+        for slot in slots {
+            slot.singles.forEach { ov_infer_request_free($0) }
+            ov_infer_request_free(slot.request)
+            slot.views.forEach { ov_tensor_free($0) }
+            ov_tensor_free(slot.input)
+        }
+        slots = []
+    }
+
+    func join() { condition.withLock { users += 1; figures.streams = max(figures.streams, users) } }
+    func leave() { condition.withLock { users -= 1 } }
+    var statistics: BatchStatistics { condition.withLock { figures } }
+
+    /// Copies the frame into the filling batch (waiting for a free one when both are busy) and
+    /// returns its ticket; a batch that is full now starts now.
+    func submit(_ pixels: UnsafeRawBufferPointer, timeoutMilliseconds: Double) -> PendingInference {
+        condition.lock()
+        defer { condition.unlock() }
+        let index: Int
+        while true {
+            if let filling { index = filling; break }
+            if let free = slots.firstIndex(where: { $0.running == 0 }) {
+                round += 1
+                slots[free].round = round
+                slots[free].deadline = nil
+                filling = free
+                index = free
+                break
+            }
+            condition.wait()
+        }
+        let slot = slots[index]
+        batch.frame.copyRows(pixels, padding: batch.padding, into: slot.base.advanced(by: slot.items.count * batch.frame.tensorBytes(padding: batch.padding)))
+        let pending = PendingInference(bytesSent: 0)
+        slot.items.append(pending)
+        if slot.items.count == size {
+            start(index)
+        } else {
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeoutMilliseconds) * 1e6)
+            if slot.deadline.map({ deadline < $0 }) ?? true {
+                slot.deadline = deadline
+                let round = slot.round
+                queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline)) { [weak self] in self?.timedOut(index, round: round) }
+            }
+        }
+        return pending
+    }
+
+    /// The timer: the batch still filling in that round runs with the frames it has.
+    private func timedOut(_ index: Int, round: Int) {
+        condition.withLock {
+            guard filling == index, slots[index].round == round, !slots[index].items.isEmpty else { return }
+            start(index)
+        }
+    }
+
+    /// Starts the slot's batch (`condition` held): one inference when full, else one batch-1
+    /// inference per frame.
+    private func start(_ index: Int) {
+        filling = nil
+        let slot = slots[index]
+        let count = slot.items.count
+        figures.batches += 1
+        figures.frames += count
+        figures.largest = max(figures.largest, count)
+        slot.ranSingly = count < size
+        if count == size {
+            slot.running = 1
+            do {
+                try check(ov_infer_request_start_async(slot.request), "ov_infer_request_start_async")
+            } catch {
+                slot.running = 0
+                fail(slot, from: 0, error)
+            }
+        } else {
+            figures.partial += 1
+            slot.running = count
+            for i in 0..<count {
+                do {
+                    try check(ov_infer_request_start_async(slot.singles[i]), "ov_infer_request_start_async")
+                } catch {
+                    slot.running -= 1
+                    slot.items[i].finish(.failure((error as? InferenceError) ?? InferenceError("\(error)")), bytesReceived: 0)
+                }
+            }
+        }
+        if slot.running == 0 { release(slot) }
+    }
+
+    private func fail(_ slot: Slot, from first: Int, _ error: Error) {
+        for item in slot.items.dropFirst(first) { item.finish(.failure((error as? InferenceError) ?? InferenceError("\(error)")), bytesReceived: 0) }
+    }
+
+    /// The slot's frames are all answered: free for the next batch.
+    private func release(_ slot: Slot) {
+        slot.items = []
+        slot.running = 0
+        condition.broadcast()
+    }
+
+    /// The batcher's queue: a request is done; its frames get their outputs (copies, so the
+    /// slot is free at once, whenever their stages collect them).
+    private func completed(_ completion: Completion) {
+        condition.withLock {
+            let slot = slots[completion.slot]
+            if let i = completion.single {
+                guard i < slot.items.count else { return }
+                slot.items[i].finish(answer(of: slot.singles[i], frame: 0, of: 1), bytesReceived: 0)
+            } else {
+                for (i, item) in slot.items.enumerated() { item.finish(answer(of: slot.request, frame: i, of: size), bytesReceived: 0) }
+            }
+            slot.running -= 1
+            if slot.running == 0 { release(slot) }
+        }
+    }
+
+    /// Frame `frame`'s slice of every output of a finished request holding `count` frames.
+    private func answer(of request: OpaquePointer, frame: Int, of count: Int) -> Result<[TensorData], InferenceError> {
+        do {
+            try check(ov_infer_request_wait(request), "ov_infer_request_wait")
+            return .success(try outputs.indices.map { i in
+                var tensor: OpaquePointer?
+                try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
+                defer { ov_tensor_free(tensor) }
+                var type = DYNAMIC
+                try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")
+                guard type == F32 else { throw InferenceError("output \(outputs[i].name) is not f32 (element type \(type.rawValue))") }
+                var size = 0
+                try check(ov_tensor_get_size(tensor, &size), "ov_tensor_get_size")
+                var data: UnsafeMutableRawPointer?
+                try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+                let each = size / count
+                let values = UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self).advanced(by: frame * each), count: each)
+                return TensorData(name: outputs[i].name, shape: outputs[i].shape, values: Array(values))
+            })
+        } catch let error as InferenceError {
+            return .failure(error)
+        } catch {
+            return .failure(InferenceError("\(error)"))
+        }
+    }
+}
+
+final class WeakBatchedModel: @unchecked Sendable {
+    weak var model: BatchedModel?
+    init(_ model: BatchedModel) { self.model = model }
+}
+
+/// A stage's handle on a `BatchedModel`: its frames join the batches of every stage running
+/// the same compiled model; outputs are shaped for one frame, as a batch-1 model's are.
+///
+/// Not thread-safe, like ImageModel (one worker); the batcher it shares is.
+public final class BatchedImageModel: ImageInference {
+    private let batcher: BatchedModel
+    private let timeout: Double
+    public let requestCount: Int
+    public var outputs: [(name: String, shape: [Int])] { batcher.outputs }
+    public var otherInputs: [(name: String, shape: [Int])] { [] }
+    public var remoteAddress: RemoteModelAddress? { nil }
+    public var batchSize: Int { batcher.size }
+
+    init(_ batcher: BatchedModel, options: InferenceOptions) {
+        self.batcher = batcher
+        timeout = options.batchTimeout
+        requestCount = max(1, options.requests)
+        batcher.join()
+    }
+
+    deinit { batcher.leave() }
+
+    public var statistics: BatchStatistics { batcher.statistics }
+
+    /// "precision f32, 2 threads…, batched: 4 streams, mean batch 3.6 (batch-size 4, 120 batches, 8 partial)".
+    public var settings: String {
+        let s = statistics
+        return batcher.batch.settings + String(format: ", batched: %d stream%@, mean batch %.1f (batch-size %d, %d batches, %d partial)",
+                                               s.streams, s.streams == 1 ? "" : "s", s.meanBatch, batcher.size, s.batches, s.partial)
+    }
+
+    /// A property as the batch's compiled model reports it (ImageModel.compiledProperty).
+    public func compiledProperty(_ key: String) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard ov_compiled_model_get_property(batcher.batch.pointer, key, &value) == OK, let value else { return nil }
+        defer { ov_free(value) }
+        return String(cString: value)
+    }
+
+    public func setInput(name: String, values: [Float]) throws { _ = try otherInput(named: name, count: values.count) }
+
+    public func submit(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference {
+        let frame = batcher.batch.frame
+        guard pixels.count >= frame.minimumBytes else {
+            throw InferenceError("frame buffer has \(pixels.count) bytes, expected \(frame.stride * frame.height)")
+        }
+        return batcher.submit(pixels, timeoutMilliseconds: timeout)
+    }
+
+    public func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R {
+        try outputs(of: submit(pixels).wait().get()).withBuffers(body)
+    }
+
+    public func outputs(of answer: [TensorData]) throws -> [TensorData] {
+        guard answer.count == outputs.count else { throw InferenceError("the model gave \(answer.count) outputs, expected \(outputs.count)") }
+        return answer
     }
 }

@@ -49,7 +49,7 @@ public final class DetectStage: Stage {
                          help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout): lensmetadata's writer (docs/metadata.md)"),
-        ] + RemoteSettings.properties,
+        ] + InferenceOptions.batchProperties + RemoteSettings.properties,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["i"], .cycle(property: "interval", values: ["1", "2", "4", "8"]), help: "inference interval: every 1st, 2nd, 4th, 8th frame"),
@@ -174,7 +174,7 @@ public final class DetectStage: Stage {
             if let address = try RemoteSettings.address(settings, manifestPath: manifestPath) {
                 model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
             } else {
-                model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
+                model = try engine.loadImageInference(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
                                                   frame: frame, region: region, options: options, resizable: manifest.input.resizable)
             }
             outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })

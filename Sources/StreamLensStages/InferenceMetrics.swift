@@ -20,6 +20,7 @@ struct InferenceMetrics {
     }
 
     static func precision(of model: any ImageInference) -> String? {
-        (model as? ImageModel)?.compiledProperty("INFERENCE_PRECISION_HINT")?.lowercased()
+        ((model as? ImageModel)?.compiledProperty("INFERENCE_PRECISION_HINT")
+            ?? (model as? BatchedImageModel)?.compiledProperty("INFERENCE_PRECISION_HINT"))?.lowercased()
     }
 }

@@ -62,7 +62,7 @@ public final class StylizeStage: Stage {
                          help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
                          help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
-        ] + RemoteSettings.properties,
+        ] + InferenceOptions.batchProperties + RemoteSettings.properties,
         keys: KeyBinding.numberKeys(property: "model", listProperty: "styles", help: "style model: the n-th of `styles`") + [
             KeyBinding(["equal", "plus", "KP_Add"], label: "+", .step(property: "strength", by: 0.1), help: "strength up by 0.1"),
             KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),

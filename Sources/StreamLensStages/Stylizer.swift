@@ -128,8 +128,8 @@ final class Stylizer {
             if let remote = configuration.remote {
                 model = try engine.loadRemoteImageModel(address: remote, input: input, frame: frame, region: .whole)
             } else {
-                model = try engine.loadImageModel(path: try manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
-                                                  region: .whole, options: configuration.options, resizable: true)
+                model = try engine.loadImageInference(path: try manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
+                                                      region: .whole, options: configuration.options, resizable: true)
             }
         } catch let error as InferenceError {
             throw StageError("\(path): \(error.message)")
