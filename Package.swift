@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages", "StreamLensMetrics"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensStages", "StreamLensMetrics"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",

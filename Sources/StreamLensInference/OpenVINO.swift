@@ -176,6 +176,10 @@ public final class InferenceEngine: @unchecked Sendable {
         do { return .success(try InferenceEngine()) } catch let error as InferenceError { return .failure(error) } catch { return .failure(InferenceError("\(error)")) }
     }()
 
+    /// Models are compiled for throughput (`ThreadPlan.plan`): set by `streamlens serve`, whose
+    /// sources share each model one after another.
+    public static let throughput = Atomic<Bool>(false)
+
     /// The process's engine, made on first use: every model stage (and the plugin's elements in
     /// one process) compiles through it.
     public static func shared() throws -> InferenceEngine { try process.get() }
@@ -190,7 +194,8 @@ public final class InferenceEngine: @unchecked Sendable {
     /// The thread plan a model compiled now gets.
     public func threadPlan(path: String, options: InferenceOptions) -> ThreadPlan {
         let users = models.count(sharing: path)
-        return ThreadPlan.plan(device: options.device, threads: options.threads, cores: cores, models: users.all, sharing: users.same)
+        return ThreadPlan.plan(device: options.device, threads: options.threads, cores: cores, models: users.all, sharing: users.same,
+                               throughput: Self.throughput.load(ordering: .relaxed))
     }
 
     /// How many compiled models are alive in the cache (for tests and summaries).

@@ -1,6 +1,7 @@
 import Foundation
 import StreamLensCore
 import StreamLensGst
+import StreamLensInference
 import StreamLensMetrics
 import StreamLensStages
 
@@ -183,6 +184,7 @@ func serveCommand(_ args: [String]) -> Int32 {
     do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("\(templateName): \(e.message)", code: 2) } catch { fail("\(templateName): \(error)", code: 2) }
     let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
     defer { metricsServer?.stop() }
+    InferenceEngine.throughput.store(true, ordering: .relaxed)
     let set = SourceSet(options: options, expand: expand)
     return set.serve(initial: initial, control: options.control, access: options.controlAccess, echo: !options.quiet)
 }
