@@ -174,14 +174,19 @@ public final class SourceSet: @unchecked Sendable {
         return source.state == .playing || source.state == .ending
     }
 
+    /// "no source named X (sources: …)" (`lock` held).
+    private func noSuchSource(_ name: String) -> String {
+        let names = sources.map(\.name)
+        return "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
+    }
+
     /// Ends a source (end of stream: its outputs are finalized) and forgets it; returns once it
     /// has ended, or the reason it cannot.
     public func remove(name: String) -> String? {
         lock.lock()
         guard let source = sources.first(where: { $0.name == name }) else {
-            let names = sources.map(\.name)
-            lock.unlock()
-            return "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
+            defer { lock.unlock() }
+            return noSuchSource(name)
         }
         if source.state == .starting || source.state == .playing { source.state = .ending }
         lock.unlock()
@@ -272,11 +277,9 @@ public final class SourceSet: @unchecked Sendable {
             case .source(let name, let inner):
                 lock.lock()
                 let source = sources.first { $0.name == name }
-                let names = sources.map(\.name)
+                let missing = source == nil ? noSuchSource(name) : nil
                 lock.unlock()
-                guard let source else {
-                    return "error: no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
-                }
+                guard let source else { return "error: \(missing!)" }
                 return source.commands.execute(inner)
             }
         } catch let error as ControlError {

@@ -926,17 +926,9 @@ public final class ImageModel {
         var tensors: [OpaquePointer?] = []
         defer { tensors.forEach { ov_tensor_free($0) } }
         let views = try outputs.indices.map { i -> UnsafeBufferPointer<Float> in
-            var tensor: OpaquePointer?
-            try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
+            let (tensor, values) = try f32Output(of: request, index: i, name: outputs[i].name)
             tensors.append(tensor)
-            var type = DYNAMIC
-            try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")
-            guard type == F32 else { throw InferenceError("output \(outputs[i].name) is not f32 (element type \(type.rawValue))") }
-            var count = 0
-            try check(ov_tensor_get_size(tensor, &count), "ov_tensor_get_size")
-            var data: UnsafeMutableRawPointer?
-            try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
-            return UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self), count: count)
+            return values
         }
         return try body(views)
     }
@@ -1305,19 +1297,10 @@ final class BatchedModel: @unchecked Sendable {
         do {
             try check(ov_infer_request_wait(request), "ov_infer_request_wait")
             return .success(try outputs.indices.map { i in
-                var tensor: OpaquePointer?
-                try check(ov_infer_request_get_output_tensor_by_index(request, i, &tensor), "ov_infer_request_get_output_tensor_by_index")
+                let (tensor, all) = try f32Output(of: request, index: i, name: outputs[i].name)
                 defer { ov_tensor_free(tensor) }
-                var type = DYNAMIC
-                try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")
-                guard type == F32 else { throw InferenceError("output \(outputs[i].name) is not f32 (element type \(type.rawValue))") }
-                var size = 0
-                try check(ov_tensor_get_size(tensor, &size), "ov_tensor_get_size")
-                var data: UnsafeMutableRawPointer?
-                try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
-                let each = size / count
-                let values = UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self).advanced(by: frame * each), count: each)
-                return TensorData(name: outputs[i].name, shape: outputs[i].shape, values: Array(values))
+                let each = all.count / count
+                return TensorData(name: outputs[i].name, shape: outputs[i].shape, values: Array(all[(frame * each)..<((frame + 1) * each)]))
             })
         } catch let error as InferenceError {
             return .failure(error)
@@ -1388,5 +1371,25 @@ public final class BatchedImageModel: ImageInference {
     public func outputs(of answer: [TensorData]) throws -> [TensorData] {
         guard answer.count == outputs.count else { throw InferenceError("the model gave \(answer.count) outputs, expected \(outputs.count)") }
         return answer
+    }
+}
+
+/// Output `index` of a finished request as f32 values (the tensor: the caller frees it, after
+/// the last use of the values, which it holds).
+private func f32Output(of request: OpaquePointer, index: Int, name: String) throws -> (tensor: OpaquePointer?, values: UnsafeBufferPointer<Float>) {
+    var tensor: OpaquePointer?
+    try check(ov_infer_request_get_output_tensor_by_index(request, index, &tensor), "ov_infer_request_get_output_tensor_by_index")
+    do {
+        var type = DYNAMIC
+        try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")
+        guard type == F32 else { throw InferenceError("output \(name) is not f32 (element type \(type.rawValue))") }
+        var count = 0
+        try check(ov_tensor_get_size(tensor, &count), "ov_tensor_get_size")
+        var data: UnsafeMutableRawPointer?
+        try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
+        return (tensor, UnsafeBufferPointer(start: data!.assumingMemoryBound(to: Float.self), count: count))
+    } catch {
+        ov_tensor_free(tensor)
+        throw error
     }
 }
