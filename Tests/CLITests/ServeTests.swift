@@ -136,17 +136,24 @@ import Testing
         try #require(r.status == 0, "\(r.stderr)")
     }
 
+    /// A serve of the MP4 template on a fresh 30 s clip, its control socket up: (folder, clip,
+    /// socket, server).
+    static func startFileServe(_ sources: [String] = []) throws -> (dir: URL, clip: String, socket: String, serve: Background) {
+        let dir = try scratchDirectory()
+        let clip = dir.appendingPathComponent("clip.mp4").path
+        try makeClip(clip)
+        let template = try writeFileTemplate(dir)
+        let socket = dir.appendingPathComponent("serve.sock").path
+        let serve = try Background.streamlens(["serve", template] + sources.map { "\($0)=file://\(clip)" } + ["--control", socket])
+        try #require(waitForSocket(socket, serve), "\(serve.stderr)")
+        return (dir, clip, socket, serve)
+    }
+
     /// add and remove while running: a removed source's file is finalized at once and it leaves
     /// `sources`; the other runs on; SIGTERM finalizes the rest.
     @Test func addAndRemoveWhileRunning() throws {
-        let dir = try scratchDirectory()
+        let (dir, clip, socket, serve) = try Self.startFileServe()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = dir.appendingPathComponent("clip.mp4").path
-        try Self.makeClip(clip)
-        let template = try Self.writeFileTemplate(dir)
-        let socket = dir.appendingPathComponent("serve.sock").path
-        let serve = try Background.streamlens(["serve", template, "--control", socket])
-        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
         #expect(try Self.sources(socket).isEmpty)
         #expect(try Self.ask(socket, "add one file://\(clip)") == "ok")
         #expect(try Self.ask(socket, "add two file://\(clip)") == "ok")
@@ -172,14 +179,8 @@ import Testing
 
     /// Refused commands: one line starting with "error" each, and nothing else changes.
     @Test func badCommandsChangeNothing() throws {
-        let dir = try scratchDirectory()
+        let (dir, clip, socket, serve) = try Self.startFileServe(["one"])
         defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = dir.appendingPathComponent("clip.mp4").path
-        try Self.makeClip(clip)
-        let template = try Self.writeFileTemplate(dir)
-        let socket = dir.appendingPathComponent("serve.sock").path
-        let serve = try Background.streamlens(["serve", template, "one=file://\(clip)", "--control", socket])
-        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
         try #require(Self.waitForSources(socket) { $0["one"]?.state == "playing" }, "\(serve.stderr)")
         let refused: [(String, String)] = [
             ("frob one", "error: unknown command 'frob'"),
