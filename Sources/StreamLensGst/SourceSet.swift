@@ -112,32 +112,40 @@ public final class SourceSet: @unchecked Sendable {
     public func add(name: String, uri: String) -> String? {
         guard Self.isValidName(name) else { return "source name '\(name)' must be 1–64 letters, digits, '-' or '_'" }
         if let problem = Self.uriProblem(uri) { return problem }
-        let pipeline: Pipeline
+        // Made and listed under the lock (a second `add` of the same name waits, then is
+        // refused); started outside it.
+        let made: Result<Source, ControlError> = withLock {
+            if closed { return .failure(ControlError("the server is ending: no source can be added")) }
+            if sources.contains(where: { $0.name == name }) {
+                return .failure(ControlError("a source named \(name) exists already (remove it first, or choose another name)"))
+            }
+            do {
+                let source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess)
+                sources.append(source)
+                return .success(source)
+            } catch let e as HostError {
+                return .failure(ControlError("\(name): \(e.message)"))
+            } catch {
+                return .failure(ControlError("\(name): \(error)"))
+            }
+        }
+        let source: Source
+        switch made {
+        case .failure(let refusal): return refusal.message
+        case .success(let s): source = s
+        }
+        if start(source) { return nil }
+        let error: String? = withLock {
+            sources.removeAll { $0 === source }
+            return source.error
+        }
+        return "\(name): \(error ?? "did not start")"
+    }
+
+    private func withLock<R>(_ body: () -> R) -> R {
         lock.lock()
-        if closed {
-            lock.unlock()
-            return "the server is ending: no source can be added"
-        }
-        if sources.contains(where: { $0.name == name }) {
-            lock.unlock()
-            return "a source named \(name) exists already (remove it first, or choose another name)"
-        }
-        // Held while parsing: a second `add` of the same name waits and is refused.
         defer { lock.unlock() }
-        do {
-            pipeline = try Pipeline(description: try expand(name, uri))
-        } catch let e as HostError {
-            return "\(name): \(e.message)"
-        } catch {
-            return "\(name): \(error)"
-        }
-        let source = Source(name: name, uri: uri, pipeline: pipeline, access: options.controlAccess)
-        sources.append(source)
-        lock.unlock()
-        let started = start(source)
-        lock.lock()
-        if !started { sources.removeAll { $0 === source } }
-        return started ? nil : "\(name): \(source.error ?? "did not start")"
+        return body()
     }
 
     /// Runs the source's pipeline on a thread of its own; true once it plays, false if it ended
