@@ -24,7 +24,7 @@ extension StageWorker {
             }
             return .again
         }
-        if pipelineEnding, watchdog.sourceIsDown {
+        if watchdog.sourceIsDown, pipelineEnding { // the cheap test first: this runs before every pull
             endWithoutSource()
             return .stop
         }
