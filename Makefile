@@ -109,6 +109,12 @@ bench-remote: build
 bench-multi: build
 	bench/multi.sh $(BIN_RELEASE)
 
+# precision=auto against f32, bf16 and f16 for every shipped model (Models/*.json), each in its
+# own stage alone in a process, interleaved over RUNS rounds (3): the stage summaries' inference
+# medians, auto / the fastest fixed precision (goal ≤ 1.05) (bench/precision.sh).
+bench-precision: build
+	bench/precision.sh $(BIN_RELEASE)
+
 # Many live cameras: N = 1, 2, 4, 8 live 640x360 30 fps face sources (a clip looped) → lensdetect,
 # all in one `streamlens serve` process against N `streamlens run` processes at once, with the
 # detector on every frame and on every other (interval=2): fps delivered, drops, frame age p95,
@@ -117,7 +123,7 @@ bench-multi: build
 bench-streams: build
 	bench/streams.sh $(BIN_RELEASE)
 
-# All five benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
+# All six benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run
 # (bench/all.sh, bench/report.py). About 15 min on a quiet machine, up to 30 on a busy one;
 # a quick look: make bench RUNS=1 DURATION=10 (5 to 10 min).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: every benchmark in one run (bench/bridge.sh, detect.sh, stylize.sh, live.sh,
-# multi.sh, in that order), then bench/REPORT.md and bench/report.png from what they measured
+# multi.sh, precision.sh, in that order), then bench/REPORT.md and bench/report.png from what they measured
 # (bench/report.py). Each benchmark prints what it prints when run alone, and writes its figures
 # to $BENCH_RESULTS/NAME.tsv (bench/lib.sh results_open; out/bench/results by default, emptied
 # first); its printed output is kept there too (NAME.out, and its messages NAME.err). This script adds run.tsv: the machine
@@ -12,7 +12,7 @@
 #   RUNS          rounds per variant (bridge 7, detect and stylize 3 by default)
 #   DURATION      seconds measured per live variant (60 by default; at least 6)
 #   FRAMES        bridge frames (2000); HAAR_FRAMES, WARMUP, VARIANTS, RUN_TIMEOUT, PORT as in each script
-#   BENCHES       which benchmarks ("bridge detect stylize live multi")
+#   BENCHES       which benchmarks ("bridge detect stylize live multi precision")
 #   BENCH_RESULTS where the figures go (out/bench/results); BENCH_REPORT_DIR where REPORT.md and
 #                 report.png go (bench, where they are committed)
 # A quick look: make bench RUNS=1 DURATION=10 (the report's header says it is a short run).
@@ -24,9 +24,9 @@ BIN=${1:?usage: bench/all.sh path/to/streamlens}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")   # the benchmarks run from other folders
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BENCHES=${BENCHES:-bridge detect stylize live multi}
+BENCHES=${BENCHES:-bridge detect stylize live multi precision}
 for b in $BENCHES; do
-  [ -f "bench/$b.sh" ] && [[ $b =~ ^(bridge|detect|stylize|live|multi)$ ]] || { echo "bench: unknown benchmark $b (bridge, detect, stylize, live, multi)" >&2; exit 1; }
+  [ -f "bench/$b.sh" ] && [[ $b =~ ^(bridge|detect|stylize|live|multi|precision)$ ]] || { echo "bench: unknown benchmark $b (bridge, detect, stylize, live, multi, precision)" >&2; exit 1; }
 done
 source bench/lib.sh
 

@@ -3,7 +3,7 @@
 
 Usage: report.py RESULTS_DIR --markdown bench/REPORT.md --chart bench/report.png
 
-Reads what the benchmarks measured, RESULTS_DIR/{run,bridge,detect,stylize,live,multi}.tsv
+Reads what the benchmarks measured, RESULTS_DIR/{run,bridge,detect,stylize,live,multi,precision}.tsv
 (bench/lib.sh results_open: "key<TAB>value" lines, one figure per run in space-separated lists),
 and writes a Markdown report (the machine, the settings, a table of medians and ratios, each
 benchmark's details and its own printed output) and a PNG chart (fps per pipeline against the
@@ -25,7 +25,7 @@ import os
 import statistics
 import sys
 
-BENCHES = ("bridge", "detect", "stylize", "live", "multi")
+BENCHES = ("bridge", "detect", "stylize", "live", "multi", "precision")
 # The scripts' own defaults, for the header: a setting below its largest default makes a short run.
 DEFAULTS = {"RUNS": (7, "7 for bridge, 3 for detect and stylize"), "DURATION": (60, "60 s per live variant"),
             "FRAMES": (2000, "2000 bridge frames"), "HAAR_FRAMES": (300, "300 frames for Haar")}
@@ -414,12 +414,32 @@ class Report:
             out += ["The demo's stage summaries (one more run):", ""] + [f"- `{line}`" for line in d["summaries"].split("|") if line.strip()]
         return out
 
+    def precision(self):
+        d = self.data.get("precision")
+        if not d:
+            return []
+        out = ["| model | f32 ms | bf16 ms | f16 ms | fastest fixed | precision=auto chose (rounds) | auto / fastest (worst round) |",
+               "|---|---:|---:|---:|---|---|---:|"]
+        worst = None
+        for m in (d.get("models") or "").split():
+            r = num(d.get(f"{m}.auto_over_best"))
+            worst = r if worst is None or (r is not None and r > worst) else worst
+            out.append(f"| {m} | " + " | ".join(f(num(d.get(f"{m}.{p}")), 2) for p in ("f32", "bf16", "f16"))
+                       + f" | {d.get(f'{m}.best', '?')} | {d.get(f'{m}.chose', '?')} | {f(r, 3)} |")
+        out += ["", "Times: OpenVINO's benchmark_app, median latency of a synchronous inference of the network alone at the "
+                "stage's input size (a thread per core, one stream, not pinned), median of the rounds. Auto: the stage "
+                "started in a fresh cache folder each round; its cost is the reference's time for the precision it chose.", ""]
+        self.rows.append(("precision", "precision=auto, the model furthest from its fastest fixed precision", f(worst, 3, "×"),
+                          "the fastest fixed precision", "1.000×", f(worst, 3, "×"), "≤ 1.05×", verdict(worst, 1.05, at_least=False)))
+        return out
+
     def markdown(self, chart_name):
         sections = [("Bridge overhead (`make bench-bridge`)", "bridge", self.bridge()),
                     ("Face detection (`make bench-detect`)", "detect", self.detect()),
                     ("Style transfer (`make bench-stylize`)", "stylize", self.stylize()),
                     ("Live latency over RTSP (`make bench-live`)", "live", self.live()),
-                    ("Several models in one process (`make bench-multi`)", "multi", self.multi())]
+                    ("Several models in one process (`make bench-multi`)", "multi", self.multi()),
+                    ("precision=auto against fixed precisions (`make bench-precision`)", "precision", self.precision())]
         r = self.run
         ram = num(r.get("machine.ram_kb"))
         short = self.overrides()
