@@ -46,9 +46,6 @@ final class SourceWatchdog: @unchecked Sendable {
         failure.withLock { if $0 == nil { $0 = message } }
     }
 
-    /// Between a failure and the first frame after the restart.
-    var sourceIsDown: Bool { outageStart != nil }
-
     /// A frame arrived: the source is up (again).
     func frameArrived() {
         lastFrame = DispatchTime.now().uptimeNanoseconds

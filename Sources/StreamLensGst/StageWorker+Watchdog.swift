@@ -4,7 +4,7 @@ import StreamLensCore
 import Synchronization
 
 /// The watchdog's part of the frame pump (a stage with `restartsUpstream`): restarts of the
-/// source part between two pulls, at its end of stream, Ctrl-C while it is down, and frames
+/// source part between two pulls and at its end of stream (none once the run is ending), and frames
 /// stamped with the pipeline's running time so the timeline runs on across restarts.
 extension StageWorker {
     /// What the pump does next after asking the watchdog.
@@ -13,34 +13,23 @@ extension StageWorker {
     /// The run is ending on purpose (see sl_pipeline_set_ending): an end of stream is not an outage.
     var pipelineEnding: Bool { sl_element_pipeline_ending(element) != 0 }
 
-    /// Before each pull: a failed source part is restarted (with back-off); ending while it is
-    /// down ends the stream here, since no end-of-stream will come through a stopped source.
+    /// Before each pull: a failed source part is restarted (with back-off). Once the run is
+    /// ending on purpose nothing is restarted and the pump goes on: the end-of-stream sent to
+    /// the pipeline asked the stage to end (sl_stage_end_requested), which ends its own input
+    /// from another thread, so it also ends a source part that is down or was restarting.
     func watchdogBeforePull() -> PumpStep {
-        guard let watchdog else { return .proceed }
-        if let reason = watchdog.pendingFailure() {
-            if !watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
-                if pipelineEnding { endWithoutSource() }
-                return .stop
-            }
-            return .again
-        }
-        if watchdog.sourceIsDown, pipelineEnding { // the cheap test first: this runs before every pull
-            endWithoutSource()
-            return .stop
-        }
-        return .proceed
+        guard let watchdog, let reason = watchdog.pendingFailure() else { return .proceed }
+        if watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) { return .again }
+        return pipelineEnding ? .proceed : .stop
     }
 
     /// No sample came: a source part that ended (a file played as a live source) is restarted
-    /// unless the run is ending.
+    /// unless the run is ending (then the pump's own end-of-stream path finishes the output).
     func watchdogAtEndOfStream() -> PumpStep {
         guard let watchdog, gst_app_sink_is_eos(appsink) != 0, watchdog.restartOnEOS,
               !pipelineEnding, !stopping.load(ordering: .relaxed) else { return .proceed }
         if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return .again }
-        // Ending (Ctrl-C) during the back-off: the input has its end-of-stream already; the
-        // output gets its own (the pipeline's EOS is not let through to the inner appsrc).
-        if pipelineEnding { finishStream() }
-        return .stop
+        return pipelineEnding ? .proceed : .stop
     }
 
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
@@ -56,12 +45,5 @@ extension StageWorker {
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
         sl_handoff_release(own)
         return gst_app_src_push_buffer(appsrc, own)
-    }
-
-    /// Ctrl-C while a watchdog's source is down: no end-of-stream will come through it, so the
-    /// stage ends its own input (the pipeline waits for its inner appsink too) and its output.
-    func endWithoutSource() {
-        sl_stage_end_input(element)
-        finishStream()
     }
 }
