@@ -472,7 +472,11 @@ public final class InferenceEngine: @unchecked Sendable {
             pairs.append(("PERFORMANCE_HINT", h))
         }
         if let pinning = plan.pinning { pairs.append(("ENABLE_CPU_PINNING", pinning ? "YES" : "NO")) }
-        if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c)) }
+        // A directory of blobs for each precision: OpenVINO's model cache (2026.4, CPU) does not
+        // key a blob by INFERENCE_PRECISION_HINT. The same model compiled at f16 after f32 in one
+        // CACHE_DIR loaded the f32 blob (LOADED_FROM_CACHE, f32's speed) while reporting f16, so
+        // a pinned precision could run another and precision=auto timed one blob twice.
+        if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c + "/" + (precision ?? "default"))) }
         var compiled: OpaquePointer?
         try withProperties(pairs) { count, properties in
             try check(ov_core_compile_model_props(core, built, options.device, count, properties, &compiled), "ov_core_compile_model_props")
@@ -579,15 +583,13 @@ public final class InferenceEngine: @unchecked Sendable {
             try check(ov_infer_request_infer(request), "ov_infer_request_infer") // warm-up
         }
         var times = [[Double]](repeating: [], count: runs.count)
-        var spent = [Double](repeating: 0, count: runs.count)
         var rounds = 0
-        while rounds < minimumRounds || rounds < maximumRounds && spent.contains(where: { $0 < minimumMilliseconds }) {
+        while rounds < minimumRounds || rounds < maximumRounds && times.contains(where: { $0.reduce(0, +) < minimumMilliseconds }) {
             for (i, request) in requests.enumerated() {
                 let start = DispatchTime.now().uptimeNanoseconds
                 try check(ov_infer_request_infer(request), "ov_infer_request_infer")
                 let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
                 times[i].append(ms)
-                spent[i] += ms
             }
             rounds += 1
         }

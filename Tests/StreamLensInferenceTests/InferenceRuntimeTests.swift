@@ -124,6 +124,35 @@ import Testing
         #expect(third.settings.hasPrefix("precision auto → \(decision.precision) (1.0 ms vs bf16 2.0 ms, measured at an earlier start)"), "\(third.settings)")
     }
 
+    /// One cache directory, the same model compiled at f32 and then at each lower precision this
+    /// CPU runs: each is that precision's own compilation (its outputs are those of a compilation
+    /// without a cache, not f32's). OpenVINO's cache alone handed back f32's blob for f16.
+    @Test func aCachedModelRunsThePrecisionAskedFor() throws {
+        let capabilities = try InferenceEngine().capabilities(of: "CPU")
+        let lower = ["BF16": "bf16", "FP16": "f16"].filter { capabilities.contains($0.key) }.map(\.value).sorted()
+        guard !lower.isEmpty else { return } // only f32 runs on this CPU: no other precision's blob to mistake
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("precisions-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let pixels = (0..<(128 * 128 * 3)).map { UInt8(($0 * 37) % 251) }
+        func outputs(_ precision: String, cache: String?) throws -> [TensorData] {
+            var options = InferenceOptions()
+            options.precision = precision
+            options.cacheDirectory = cache
+            let model = try InferenceEngine().loadImageModel(path: shortRange, input: Self.input, frame: Self.frame, region: .whole, options: options)
+            return try pixels.withUnsafeBytes { try model.infer($0) }
+        }
+        let f32 = try outputs("f32", cache: cache)
+        for precision in lower {
+            // Compared as Bools: a failure names the precision, not 15,000 floats.
+            let cached = try outputs(precision, cache: cache)
+            let asCompiled = try cached == outputs(precision, cache: nil), asF32 = cached == f32
+            #expect(asCompiled, "\(precision) from the cache is not \(precision)")
+            #expect(!asF32, "\(precision) from the cache gave f32's outputs")
+        }
+        let f32Again = try outputs("f32", cache: cache) == f32
+        #expect(f32Again, "f32 from the cache is not f32")
+    }
+
     @Test func aCandidateTheCpuRunsAsAnotherPrecisionIsNotMeasured() throws {
         // Asked to try bf16 on a CPU without it, OpenVINO compiles f32: only one candidate is left.
         let engine = try InferenceEngine()
