@@ -109,9 +109,10 @@ bench-remote: build
 bench-multi: build
 	bench/multi.sh $(BIN_RELEASE)
 
-# precision=auto against f32, bf16 and f16 for every shipped model (Models/*.json), each in its
-# own stage alone in a process, interleaved over RUNS rounds (3): the stage summaries' inference
-# medians, auto / the fastest fixed precision (goal ≤ 1.05) (bench/precision.sh).
+# precision=auto against f32, bf16 and f16 for every shipped model (Models/*.json): OpenVINO's
+# benchmark_app times each fixed precision (the reference), a stage with precision=auto starts in
+# a fresh cache and says what it chose, over RUNS interleaved rounds (3); auto / the fastest fixed
+# precision (goal ≤ 1.05) (bench/precision.sh).
 bench-precision: build
 	bench/precision.sh $(BIN_RELEASE)
 
