@@ -115,13 +115,21 @@ import Testing
         if runnable.count > 1 { #expect(again.settings.contains("measured at an earlier start"), "\(again.settings)") }
         #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == written)
 
-        // A decision file that says something else is what the next start uses.
+        // A decision file that says something else is what the next start uses: another
+        // precision this CPU runs where there is one (whatever was measured above), with times
+        // no measurement here gives.
         var other = decision
-        other.milliseconds = ["f32": 1, "bf16": 2]
+        let planted = runnable.filter { $0 != decision.precision }.sorted().first ?? decision.precision
+        let loser = planted == "f32" ? "bf16" : "f32"
+        other.precision = planted
+        other.milliseconds = [planted: 1, loser: 2]
         other.reason = nil
         other.store(file)
         let third = try InferenceEngine().loadImageModel(path: shortRange, input: Self.input, frame: Self.frame, region: .whole, options: options)
-        #expect(third.settings.hasPrefix("precision auto → \(decision.precision) (1.0 ms vs bf16 2.0 ms, measured at an earlier start)"), "\(third.settings)")
+        #expect(third.settings.hasPrefix("precision auto → \(planted) (1.0 ms vs \(loser) 2.0 ms, measured at an earlier start)"), "\(third.settings)")
+        // …and the model runs at it: the compiled model reports that precision.
+        let runsAt = third.compiledProperty("INFERENCE_PRECISION_HINT")?.lowercased().replacingOccurrences(of: "float", with: "f") // bfloat16 → bf16
+        #expect(runsAt == planted, "\(runsAt ?? "nil")")
     }
 
     /// One cache directory, the same model compiled at f32 and then at each lower precision this
