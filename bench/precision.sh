@@ -5,7 +5,7 @@
 #              at f32, bf16 and f16 (-infer_precision) at the input size the stage compiles
 #              (the manifest's), as a lone stage runs it: a thread per core, one
 #              stream, not pinned, synchronous; median latency. A precision the CPU does not run
-#              as itself is timed as what it runs.
+#              as itself counts as the one it runs (shown "=bf16"), not as a precision of its own.
 #   auto       the model's own stage (lensdetect, lensstylize, or lensclassify behind the
 #              short-range detector for the per-face models) starts with precision=auto in a
 #              fresh cache folder, so it measures and decides; its summary says what it chose.
@@ -86,22 +86,31 @@ auto() {
   grep -oE 'precision auto → [^)]*\)' <<<"$line" >>"$TMP/$m.said" || true
 }
 
-# reference M PRECISION: benchmark_app's median latency.
+# reference M PRECISION: benchmark_app's median latency, recorded under the precision the compiled
+# model reports it runs at (its INFERENCE_PRECISION_HINT): a hint the CPU runs as another precision
+# (f16 on a CPU without fp16 arithmetic compiles to bf16 or f32) is one more sample of that one,
+# not a fixed precision of its own — timed apart, the same graph measured 25.6 and 34.9 ms.
 reference() {
-  local m=$1 p=$2 path shape out=$TMP/$1.$2.out ms
+  local m=$1 p=$2 path shape out=$TMP/$1.$2.out ms ran
   path=$(sed -n 1p "$TMP/$m.model"); shape=$(sed -n 2p "$TMP/$m.model")
   "$BENCHMARK_APP" -m "$path" -d CPU -infer_precision "$p" -hint none -nstreams 1 -nthreads "$CORES" -pin NO -api sync \
     -niter "$NITER" ${shape:+-shape "$shape"} >"$out" 2>&1 || fail "$m: benchmark_app at $p failed: $(grep -iE 'error|exception' "$out" | head -2 | tr '\n' ' ')"
   ms=$(sed -n 's/.*Median: *\([0-9.]*\) \(ms\|us\).*/\1 \2/p' "$out" | head -n1 | awk '{printf "%.4f", $2 == "us" ? $1 / 1000 : $1}')
   [ -n "$ms" ] || fail "$m: no median latency in benchmark_app's report at $p"
-  echo "$ms" >>"$TMP/$m.$p"
+  ran=$(sed -n "s/.*INFERENCE_PRECISION_HINT: <Type: '\([a-z0-9]*\)'>.*/\1/p" "$out" | head -n1)
+  case $ran in float32) ran=f32 ;; bfloat16) ran=bf16 ;; float16) ran=f16 ;; *) ran=$p ;; esac
+  echo "$ms" >>"$TMP/$m.$ran"
+  [ "$ran" = "$p" ] || echo "$ran" >"$TMP/$m.$p.runs-as"
 }
 
 PRECISIONS="f32 bf16 f16"
 echo "bench-precision: $(wc -w <<<"$MODELS") models, $RUNS interleaved rounds, benchmark_app $NITER inferences a precision; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# The precisions' order turns each round (f32 bf16 f16, bf16 f16 f32, …): a machine whose speed
+# drifts over the seconds of one model's runs does not always favour the same one.
+ORDERS=("f32 bf16 f16" "bf16 f16 f32" "f16 f32 bf16")
 for round in $(seq "$RUNS"); do
   for m in $MODELS; do
-    for p in $PRECISIONS; do reference "$m" "$p"; done
+    for p in ${ORDERS[$(((round - 1) % 3))]}; do reference "$m" "$p"; done
     auto "$m" "$round"
   done
   echo "bench-precision: round $round of $RUNS done" >&2
@@ -111,21 +120,23 @@ printf '%-20s %8s %8s %8s  %-8s %-14s %s\n' model f32 bf16 f16 fastest "auto cho
 missed=0
 result models "$MODELS"
 for m in $MODELS; do
-  declare -A t=()
-  for p in $PRECISIONS; do t[$p]=$(median <"$TMP/$m.$p"); done
-  best=f32; for p in bf16 f16; do awk -v a="${t[$p]}" -v b="${t[$best]}" 'BEGIN{exit !(a < b)}' && best=$p; done
+  declare -A t=() shown=()
+  for p in $PRECISIONS; do
+    if [ -f "$TMP/$m.$p.runs-as" ]; then shown[$p]="=$(cat "$TMP/$m.$p.runs-as")"; else t[$p]=$(median <"$TMP/$m.$p"); shown[$p]=$(printf '%.2f' "${t[$p]}"); fi
+  done
+  best=f32; for p in bf16 f16; do [ -n "${t[$p]:-}" ] && awk -v a="${t[$p]}" -v b="${t[$best]}" 'BEGIN{exit !(a < b)}' && best=$p; done
   worst=0
   while read -r c; do
     r=$(awk -v a="${t[$c]:-0}" -v b="${t[$best]}" 'BEGIN{printf "%.3f", a / b}')
     awk -v r="$r" -v w="$worst" 'BEGIN{exit !(r > w)}' && worst=$r
   done <"$TMP/$m.chose"
   chose=$(sort "$TMP/$m.chose" | uniq -c | awk '{printf "%s%s×%s", (NR>1?" ":""), $1, $2}')
-  printf '%-20s %8.2f %8.2f %8.2f  %-8s %-14s %s\n' "$m" "${t[f32]}" "${t[bf16]}" "${t[f16]}" "$best" "$chose" "$worst"
-  for p in $PRECISIONS; do result "$m.$p" "${t[$p]}"; done
+  printf '%-20s %8s %8s %8s  %-8s %-14s %s\n' "$m" "${shown[f32]}" "${shown[bf16]}" "${shown[f16]}" "$best" "$chose" "$worst"
+  for p in $PRECISIONS; do result "$m.$p" "${shown[$p]}"; done
   result "$m.best" "$best"; result "$m.chose" "$chose"; result "$m.auto_over_best" "$worst"
   result "$m.said" "$(tail -1 "$TMP/$m.said" 2>/dev/null || true)"
   awk -v r="$worst" 'BEGIN{exit !(r > 1.05)}' && missed=$((missed + 1))
-  unset t
+  unset t shown
 done
 echo
 echo "ms a synchronous inference, benchmark_app's median (median of $RUNS rounds), $CORES threads, 1 stream, not pinned; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -424,10 +424,13 @@ class Report:
         for m in (d.get("models") or "").split():
             r = num(d.get(f"{m}.auto_over_best"))
             worst = r if worst is None or (r is not None and r > worst) else worst
-            out.append(f"| {m} | " + " | ".join(f(num(d.get(f"{m}.{p}")), 2) for p in ("f32", "bf16", "f16"))
+            # "=bf16": the hint compiles to that precision on this CPU (not a precision of its own).
+            cell = lambda v: v if v and v.startswith("=") else f(num(v), 2)
+            out.append(f"| {m} | " + " | ".join(cell(d.get(f"{m}.{p}")) for p in ("f32", "bf16", "f16"))
                        + f" | {d.get(f'{m}.best', '?')} | {d.get(f'{m}.chose', '?')} | {f(r, 3)} |")
         out += ["", "Times: OpenVINO's benchmark_app, median latency of a synchronous inference of the network alone at the "
-                "stage's input size (a thread per core, one stream, not pinned), median of the rounds. Auto: the stage "
+                "stage's input size (a thread per core, one stream, not pinned), median of the rounds, the precisions' order "
+                "turned each round; \"=bf16\": that hint runs as bf16 on this CPU (its times count as bf16's). Auto: the stage "
                 "started in a fresh cache folder each round; its cost is the reference's time for the precision it chose.", ""]
         self.rows.append(("precision", "precision=auto, the model furthest from its fastest fixed precision", f(worst, 3, "×"),
                           "the fastest fixed precision", "1.000×", f(worst, 3, "×"), "≤ 1.05×", verdict(worst, 1.05, at_least=False)))
