@@ -58,13 +58,32 @@ void sl_pipeline_set_ending(GstElement *pipeline, gboolean ending) {
     g_object_set_data(G_OBJECT(pipeline), SL_ENDING_KEY, GINT_TO_POINTER(ending ? 1 : 0));
 }
 
-gboolean sl_element_pipeline_ending(GstElement *element) {
+// The top-level bin holding `element` (or the element itself), with a reference.
+static GstObject *sl_element_top(GstElement *element) {
     GstObject *top = gst_object_ref(GST_OBJECT(element));
     for (GstObject *parent; (parent = gst_object_get_parent(top)) != NULL;) {
         gst_object_unref(top);
         top = parent;
     }
+    return top;
+}
+
+gboolean sl_element_pipeline_ending(GstElement *element) {
+    GstObject *top = sl_element_top(element);
     gboolean ending = GPOINTER_TO_INT(g_object_get_data(G_OBJECT(top), SL_ENDING_KEY)) != 0;
     gst_object_unref(top);
     return ending;
+}
+
+#define SL_SOURCE_KEY "streamlens-source"
+
+void sl_pipeline_set_source_name(GstElement *pipeline, const char *name) {
+    g_object_set_data_full(G_OBJECT(pipeline), SL_SOURCE_KEY, g_strdup(name), g_free);
+}
+
+char *sl_element_pipeline_source_name(GstElement *element) {
+    GstObject *top = sl_element_top(element);
+    char *name = g_strdup(g_object_get_data(G_OBJECT(top), SL_SOURCE_KEY));
+    gst_object_unref(top);
+    return name;
 }

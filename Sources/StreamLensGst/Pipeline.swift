@@ -66,6 +66,9 @@ public final class Pipeline {
     let endRequested = Atomic<Bool>(false)
     /// Called on the run's thread when the pipeline first reaches PLAYING.
     public var onPlaying: (() -> Void)?
+    /// Called on the run's thread when the run is over, before the pipeline goes down: the
+    /// stages still hold their figures (their metrics leave the registry with them).
+    public var onStopping: (() -> Void)?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -191,6 +194,7 @@ public final class Pipeline {
                              progress: progress, keys: keys, started: Date())
         let outcome = busLoop(&state)
         progress.clear()
+        onStopping?()
         stop()
         return outcome
     }

@@ -54,6 +54,8 @@ public final class SourceSet: @unchecked Sendable {
         var error: String?
         /// Stage element names, first stage first (for its figures in the metrics registry).
         let stageNames: [String]
+        /// The figures when the run ended (the stages' metrics go with them).
+        var finalFigures: Figures?
         let finished = DispatchSemaphore(value: 0)
         init(name: String, uri: String, pipeline: Pipeline, access: ControlAccess) {
             self.name = name
@@ -61,7 +63,33 @@ public final class SourceSet: @unchecked Sendable {
             self.pipeline = pipeline
             commands = PipelineCommands(pipeline: pipeline.pipeline, access: access)
             stageNames = pipeline.stages.map { objectName($0) }
+            sl_pipeline_set_source_name(pipeline.pipeline, name)
         }
+    }
+
+    /// A source's figures in `sources`.
+    struct Figures {
+        var fps = 0.0, frames = 0, drops = 0, restarts = 0
+    }
+
+    /// A source's figures from its stages' metrics (labelled with its name: every source's
+    /// pipeline has the same stage names): the first stage's rate and frames, every stage's drops
+    /// and restarts.
+    static func figures(of source: Source, in metrics: [Metric]) -> Figures {
+        func values(_ name: String, firstStageOnly: Bool) -> [Double] {
+            metrics.compactMap { m in
+                guard m.name == name, m.labels.contains(where: { $0.name == "source" && $0.value == source.name }) else { return nil }
+                if firstStageOnly, !m.labels.contains(where: { $0.name == "stage" && $0.value == source.stageNames.first }) { return nil }
+                switch m.value {
+                case .counter(let v), .gauge(let v): return v
+                case .histogram: return nil
+                }
+            }
+        }
+        return Figures(fps: ((values("streamlens_stage_frames_per_second", firstStageOnly: true).first ?? 0) * 10).rounded() / 10,
+                       frames: Int(values("streamlens_stage_frames_received_total", firstStageOnly: true).first ?? 0),
+                       drops: Int(values("streamlens_stage_frames_dropped_total", firstStageOnly: false).reduce(0, +)),
+                       restarts: Int(values("streamlens_source_restarts_total", firstStageOnly: false).reduce(0, +)))
     }
 
     /// The pipeline text for one source.
@@ -162,10 +190,18 @@ public final class SourceSet: @unchecked Sendable {
             lock.unlock()
             playing.signal()
         }
+        source.pipeline.onStopping = { [lock, weak source] in
+            guard let source else { return }
+            let figures = Self.figures(of: source, in: MetricsRegistry.shared.metrics)
+            lock.lock()
+            source.finalFigures = figures
+            lock.unlock()
+        }
         let options = options
         Thread.detachNewThread { [lock] in
             let outcome = source.pipeline.run(options)
             source.pipeline.onPlaying = nil
+            source.pipeline.onStopping = nil
             lock.lock()
             switch outcome {
             case .finished: source.state = .ended
@@ -241,27 +277,15 @@ public final class SourceSet: @unchecked Sendable {
     /// Each source's state and figures (from the stages' figures in the metrics registry).
     public func statuses() -> [Status] {
         lock.lock()
-        let listed = sources.map { ($0, $0.state, $0.error) }
+        let listed = sources.map { ($0, $0.state, $0.error, $0.finalFigures) }
         lock.unlock()
         let metrics = MetricsRegistry.shared.metrics
-        return listed.map { source, state, error in
-            func values(_ name: String, stage: String?) -> [Double] {
-                metrics.compactMap { m in
-                    guard m.name == name, let s = m.labels.first(where: { $0.name == "stage" })?.value,
-                          stage.map({ $0 == s }) ?? source.stageNames.contains(s) else { return nil }
-                    switch m.value {
-                    case .counter(let v), .gauge(let v): return v
-                    case .histogram: return nil
-                    }
-                }
-            }
-            let first = source.stageNames.first
-            return Status(name: source.name, uri: source.uri, state: state.rawValue,
-                          fps: ((values("streamlens_stage_frames_per_second", stage: first).first ?? 0) * 10).rounded() / 10,
-                          frames: Int(values("streamlens_stage_frames_received_total", stage: first).first ?? 0),
-                          drops: Int(values("streamlens_stage_frames_dropped_total", stage: nil).reduce(0, +)),
-                          restarts: Int(values("streamlens_source_restarts_total", stage: nil).reduce(0, +)),
-                          seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
+        return listed.map { source, state, error, final in
+            // An ended source: its figures at the end, its rate 0.
+            var f = final ?? Self.figures(of: source, in: metrics)
+            if final != nil { f.fps = 0 }
+            return Status(name: source.name, uri: source.uri, state: state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
+                          restarts: f.restarts, seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
         }
     }
 

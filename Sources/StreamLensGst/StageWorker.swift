@@ -66,6 +66,7 @@ final class StageWorker: @unchecked Sendable {
     }
 
     func start() {
+        metricsSourceName = takeString(sl_element_pipeline_source_name(element))
         sl_stage_set_downstream_flow(element, GST_FLOW_OK)
         if requestedMode != .auto { setLive(requestedMode == .live) }
         updateLatency(post: false)
@@ -408,6 +409,9 @@ final class StageWorker: @unchecked Sendable {
 
     /// The registry's key for this worker's metrics.
     private let metricsSource = MetricsRegistry.shared.newSource()
+    /// The source this stage's pipeline runs for (`streamlens serve`), read when the stage
+    /// starts: its metrics' `source` label. Nil in `streamlens run` and in other hosts.
+    private var metricsSourceName: String?
     private var lastMetrics: UInt64 = 0
     private var queueDrops = 0
     /// Stages of the process with a set-up backlog left (see `run`).
@@ -450,7 +454,9 @@ final class StageWorker: @unchecked Sendable {
         // goes down.
         let unpulled = max(0, arrived - statistics.framesIn)
         queueDrops = max(queueDrops, force ? unpulled : unpulled - queueCapacity)
-        let s: [(name: String, value: String)] = [("stage", name)]
+        // Labelled by stage, and in `streamlens serve` by source first: every source's pipeline
+        // has the same stage names (the template's), and the page must tell them apart.
+        let s: [(name: String, value: String)] = (metricsSourceName.map { [("source", $0)] } ?? []) + [("stage", name)]
         var m: [Metric] = [
             .counter("streamlens_stage_frames_received_total", "Frames that reached the stage's element", labels: s, statistics.framesIn + queueDrops),
             .counter("streamlens_stage_frames_sent_total", "Frames the stage passed on (a sink stage: took)", labels: s, statistics.framesOut),
@@ -471,7 +477,7 @@ final class StageWorker: @unchecked Sendable {
                               labels: s + [("type", key[0]), ("zone", key[1]), ("direction", key[2])], count))
         }
         for var metric in stage.metrics {
-            metric.labels = s + metric.labels.filter { $0.name != "stage" }
+            metric.labels = s + metric.labels.filter { $0.name != "stage" && $0.name != "source" }
             m.append(metric)
         }
         MetricsRegistry.shared.publish(m, source: metricsSource)

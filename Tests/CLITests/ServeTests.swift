@@ -177,6 +177,51 @@ import Testing
         #expect(!end.stderr.contains("cut short"), "a removed source is not a damaged input: \(end.stderr)")
     }
 
+    /// Every source's pipeline has the template's stage names: its figures carry its name, on the
+    /// metrics page (a `source` label, read by promtool) and in `sources`, and an ended source
+    /// keeps its counts there. Two clips of 30 and 60 frames: exact counts, no timing.
+    @Test func eachSourceHasItsOwnFigures() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let short = dir.appendingPathComponent("short.mp4").path, long = dir.appendingPathComponent("long.mp4").path
+        try Self.makeClip(short, seconds: 1)
+        try Self.makeClip(long, seconds: 2)
+        // A live branch beside the clip's keeps each pipeline playing after its clip has ended,
+        // so the stage's figures stay on the page to be read.
+        let template = dir.appendingPathComponent("count.pipeline").path
+        try """
+            uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=RGB ! lenspass name=count ! fakesink
+            videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=10/1 ! fakesink
+            """.write(toFile: template, atomically: true, encoding: .utf8)
+        let socket = dir.appendingPathComponent("serve.sock").path
+        let port = freeLoopbackPort()
+        let serve = try Background.streamlens(["serve", "--metrics", "\(port)", template, "a=file://\(short)", "b=file://\(long)", "--control", socket])
+        try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
+        try #require(Self.waitForSources(socket) { $0["a"]?.frames == 30 && $0["b"]?.frames == 60 }, "\((try? Self.sources(socket)).map { "\($0)" } ?? "")\n\(serve.stderr)")
+        let a = "streamlens_stage_frames_received_total{source=\"a\",stage=\"count\"}"
+        let b = "streamlens_stage_frames_received_total{source=\"b\",stage=\"count\"}"
+        let page = try #require(MetricsEndpointTests.scrape(port) { $0[a] == 30 && $0[b] == 60 }, "no metrics page")
+        #expect(page[a] == 30 && page[b] == 60, "\(page.text)")
+        #expect(!page.text.contains("{stage=\"count\"}"), "a stage's series without its source")
+        if MetricsEndpointTests.promtool != nil {
+            let check = try MetricsEndpointTests.promtoolCheck(page.text)
+            #expect(check.status == 0, "\(check.output)")
+        }
+        // A source that ends keeps its counts in `sources` (its stages and their metrics are gone).
+        let end = serve.stop(signal: SIGTERM, timeout: 60)
+        #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
+        let plain = dir.appendingPathComponent("plain.pipeline").path
+        try "uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=RGB ! lenspass name=count ! fakesink".write(toFile: plain, atomically: true, encoding: .utf8)
+        let socket2 = dir.appendingPathComponent("serve2.sock").path
+        let serve2 = try Background.streamlens(["serve", plain, "a=file://\(short)", "b=file://\(long)", "--control", socket2])
+        try #require(Self.waitForSocket(socket2, serve2), "\(serve2.stderr)")
+        #expect(Self.waitForSources(socket2) { s in s["a"]?.state == "ended" && s["b"]?.state == "ended" }, "\(serve2.stderr)")
+        let ended = try Self.sources(socket2)
+        #expect(ended["a"]?.frames == 30 && ended["b"]?.frames == 60 && ended["a"]?.fps == 0, "\(ended)")
+        let end2 = serve2.stop(signal: SIGTERM, timeout: 60)
+        #expect(end2.status == 0 && !end2.timedOut, "\(end2.stderr)")
+    }
+
     /// Refused commands: one line starting with "error" each, and nothing else changes.
     @Test func badCommandsChangeNothing() throws {
         let (dir, clip, socket, serve) = try Self.startFileServe(["one"])

@@ -56,6 +56,11 @@ char *sl_object_get_as_string(gpointer object, const char *name);
 void sl_pipeline_set_ending(GstElement *pipeline, gboolean ending);
 // Whether the top-level bin holding `element` is ending (FALSE outside a pipeline).
 gboolean sl_element_pipeline_ending(GstElement *element);
+// The name of the source a pipeline runs for (streamlens serve: one pipeline per source), kept
+// on the top-level bin like the ending flag; its stages label their metrics with it.
+void sl_pipeline_set_source_name(GstElement *pipeline, const char *name);
+// The source name of the top-level bin holding `element` (a copy: g_free it), or NULL.
+char *sl_element_pipeline_source_name(GstElement *element);
 
 // ---- Buffers (buffers.c) -----------------------------------------------------------------
 GstClockTime sl_buffer_pts(GstBuffer *buffer);
