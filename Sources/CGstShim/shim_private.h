@@ -19,7 +19,8 @@ typedef struct {
     GstClockTime latency;     // atomic
     guint64 arrived;          // atomic
     gint downstream_flow;     // atomic: GST_FLOW_OK, or what downstream returned (EOS…)
-    guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first)
+    guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first) or after input_closed
+    gint input_closed;        // atomic: the stage takes no more input (its end was asked for); what came is still processed
     GList *pending_tags;      // guarded by lock
     gboolean has_pending_tags; // atomic
     gint end_requested;       // atomic: an EOS was sent to the stage from outside (Ctrl-C)

@@ -70,11 +70,13 @@ gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query) {
 // Counts buffers arriving (live-mode drops are arrivals minus frames pulled). Once downstream
 // of the stage has answered EOS (a sink that wanted N frames, `pngenc snapshot=true`) or an
 // error, buffers are refused with that answer, as a plain element's chain function would
-// return it: upstream then stops and sends EOS, and the pipeline can end.
+// return it: upstream then stops and sends EOS, and the pipeline can end. Once the stage's
+// input is closed (sl_stage_close_input) they are refused with EOS.
 GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
     SLStage *self = data;
     gint flow = __atomic_load_n(&self->downstream_flow, __ATOMIC_RELAXED);
+    if (flow == GST_FLOW_OK && __atomic_load_n(&self->input_closed, __ATOMIC_ACQUIRE)) flow = GST_FLOW_EOS;
     if (flow != GST_FLOW_OK) {
         __atomic_add_fetch(&self->refused, 1, __ATOMIC_RELAXED);
         gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));

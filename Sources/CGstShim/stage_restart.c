@@ -109,6 +109,14 @@ static gpointer sl_end_input_thread(gpointer data) {
     return NULL;
 }
 
+void sl_stage_close_input(GstElement *stage) {
+    // From now on upstream is refused with EOS (sl_count_buffer); the frames that arrived before
+    // (queued in the inner appsink, or in a push waiting for room there) stay, and the EOS sent
+    // behind them ends the input once the worker has pulled them.
+    __atomic_store_n(&((SLStage *)stage)->input_closed, 1, __ATOMIC_RELEASE);
+    sl_stage_end_input_soon(stage);
+}
+
 void sl_stage_end_input_soon(GstElement *stage) {
     // Its own thread: the EOS waits for the sink pad's stream lock, which upstream's streaming
     // thread may hold in a push the worker has yet to drain.

@@ -136,16 +136,15 @@ final class StageWorker: @unchecked Sendable {
             case .again: continue
             case .stop: return
             }
-            // Ctrl-C reached this stage (the first of its chain): the frames it holds go out,
-            // then its end-of-stream; upstream is refused with EOS from now on, and the stage's
-            // own input ends too (the pipeline waits for its inner appsink's EOS, which a source
-            // that is down or restarting would never send). Meanwhile the pump keeps draining.
-            if !streamFinished, sl_stage_end_requested(element) != 0 {
-                if !held.isEmpty, !deliverFinished(wait: true) { return }
-                finishStream()
-                sl_stage_set_downstream_flow(element, GST_FLOW_EOS)
-                downstreamDone = true
-                sl_stage_end_input_soon(element)
+            // Ctrl-C reached this stage (the first of its chain): upstream is refused with EOS
+            // from now on, and the stage's own input ends behind the frames that reached it
+            // already (the pipeline waits for its inner appsink's EOS, which a source that is
+            // down or restarting would never send). Those frames are processed as any others
+            // (a lossless run loses none of what it took: the queue held up to four that were
+            // dropped before), then the appsink's EOS ends the output below.
+            if !inputClosed, !streamFinished, sl_stage_end_requested(element) != 0 {
+                inputClosed = true
+                sl_stage_close_input(element)
             }
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.
@@ -323,6 +322,8 @@ final class StageWorker: @unchecked Sendable {
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
     private(set) var streamFinished = false
+    /// The stage's end was asked for and its input closed (sl_stage_close_input).
+    private var inputClosed = false
     /// The caps a watchdog last set on appsrc (StageWorker+Watchdog).
     var pushedCaps: UnsafeMutablePointer<GstCaps>?
 

@@ -86,6 +86,28 @@ import Testing
         #expect(frames > 0 && frames == line?.framesOut, "\(frames) frames in the file: \(r.stderr)")
     }
 
+    /// Ctrl-C in lossless mode behind a slow stage: the frames that reached the stage but were
+    /// still queued in its bridge (four, as a fast source keeps the queue full) are processed
+    /// and written too, not dropped: in = out = frames in the file, 0 dropped.
+    @Test func interruptInLosslessModeLosesNoFrameTheStageTook() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("frames.rgb").path
+        let (w, h) = (160, 120)
+        let run = try Background.streamlens(["run", "-v", "--mode", "lossless",
+            "videotestsrc ! video/x-raw,format=RGB,width=\(w),height=\(h),framerate=30/1 ! lenspass delay=50 ! filesink location=\(out)"])
+        try #require(run.waitFor("lenspass0: video/x-raw", timeout: 60), "\(run.stderr)")
+        // A few frames written (the stage works through its queue), then Ctrl-C.
+        let deadline = Date().addingTimeInterval(60)
+        while ((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0) < 5 * w * h * 3, Date() < deadline { usleep(50_000) }
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(!r.timedOut && r.status == 0, "\(r.stderr)")
+        let written = ((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0) / (w * h * 3)
+        let line = try #require(r.stderr.split(separator: "\n").first { $0.hasPrefix("lenspass0:") && $0.contains(" frames in") }.flatMap { StageSummary(line: String($0)) }, "\(r.stderr)")
+        #expect(line.dropped == 0 && line.framesIn == line.framesOut && written == line.framesOut && written >= 5,
+                "\(written) frames written; the stage: \(line.framesIn) in, \(line.framesOut) out, \(line.dropped) dropped: \(r.stderr)")
+    }
+
     /// A filesink's file is replaced once data reaches it (a run that fails to start leaves it
     /// alone: docs/bad-inputs.md rows 73-77): the new file keeps the old one's permissions, a
     /// symbolic link stays a link to it, and no temporary file is left.

@@ -282,6 +282,10 @@ void sl_stage_end_input(GstElement *stage);
 // The same from a thread of its own, so the caller (the worker, which must keep draining the
 // appsink) never waits for the stream lock.
 void sl_stage_end_input_soon(GstElement *stage);
+// Closes the stage's input (its end was asked for: Ctrl-C, a source removed): new frames are
+// refused with EOS, the ones that came already stay queued for the worker, and an end-of-stream
+// sent behind them (sl_stage_end_input_soon) ends the input once they are pulled.
+void sl_stage_close_input(GstElement *stage);
 // Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
 // watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
 // the watchdog starts it once the pipeline plays, and again after each outage.
