@@ -96,16 +96,16 @@ void sl_stage_flush_input(GstElement *stage) {
     gst_object_unref(pad);
 }
 
-void sl_stage_end_input(GstElement *stage) {
-    SLStage *self = (SLStage *)stage;
+// End-of-stream into the stage's own input (the pipeline counts the inner appsink among its
+// sinks, and a stopped source part would never send one), on a thread of its own: the EOS waits
+// for the sink pad's stream lock, which upstream's streaming thread may hold in a push the
+// worker has yet to drain.
+static gpointer sl_end_input_thread(gpointer data) {
+    SLStage *self = data;
     GstPad *pad = gst_element_get_static_pad(self->appsink, "sink");
     gst_pad_send_event(pad, gst_event_new_eos());
     gst_object_unref(pad);
-}
-
-static gpointer sl_end_input_thread(gpointer data) {
-    sl_stage_end_input(data);
-    gst_object_unref(data);
+    gst_object_unref(self);
     return NULL;
 }
 
@@ -114,12 +114,6 @@ void sl_stage_close_input(GstElement *stage) {
     // (queued in the inner appsink, or in a push waiting for room there) stay, and the EOS sent
     // behind them ends the input once the worker has pulled them.
     __atomic_store_n(&((SLStage *)stage)->input_closed, 1, __ATOMIC_RELEASE);
-    sl_stage_end_input_soon(stage);
-}
-
-void sl_stage_end_input_soon(GstElement *stage) {
-    // Its own thread: the EOS waits for the sink pad's stream lock, which upstream's streaming
-    // thread may hold in a push the worker has yet to drain.
     g_thread_unref(g_thread_new("stage-end-input", sl_end_input_thread, gst_object_ref(stage)));
 }
 

@@ -54,7 +54,7 @@ public final class SourceSet: @unchecked Sendable {
         var error: String?
         /// Stage element names, first stage first (for its figures in the metrics registry).
         let stageNames: [String]
-        /// The figures when the run ended (the stages' metrics go with them).
+        /// The figures when the run ended, rate 0 (the stages' metrics go with them).
         var finalFigures: Figures?
         let finished = DispatchSemaphore(value: 0)
         init(name: String, uri: String, pipeline: Pipeline, access: ControlAccess) {
@@ -192,7 +192,8 @@ public final class SourceSet: @unchecked Sendable {
         }
         source.pipeline.onStopping = { [lock, weak source] in
             guard let source else { return }
-            let figures = Self.figures(of: source, in: MetricsRegistry.shared.metrics)
+            var figures = Self.figures(of: source, in: MetricsRegistry.shared.metrics)
+            figures.fps = 0
             lock.lock()
             source.finalFigures = figures
             lock.unlock()
@@ -281,9 +282,7 @@ public final class SourceSet: @unchecked Sendable {
         lock.unlock()
         let metrics = MetricsRegistry.shared.metrics
         return listed.map { source, state, error, final in
-            // An ended source: its figures at the end, its rate 0.
-            var f = final ?? Self.figures(of: source, in: metrics)
-            if final != nil { f.fps = 0 }
+            let f = final ?? Self.figures(of: source, in: metrics)
             return Status(name: source.name, uri: source.uri, state: state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
                           restarts: f.restarts, seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
         }

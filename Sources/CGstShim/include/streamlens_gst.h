@@ -276,15 +276,11 @@ gboolean sl_stage_is_upstream(GstElement *stage, GstObject *object);
 // Flushes the stage's input: queued frames and a received end-of-stream are dropped, so a
 // restarted source can deliver again.
 void sl_stage_flush_input(GstElement *stage);
-// Sends end-of-stream into the stage's own input: the pipeline counts the inner appsink among its
-// sinks, and a stopped source part will never send one.
-void sl_stage_end_input(GstElement *stage);
-// The same from a thread of its own, so the caller (the worker, which must keep draining the
-// appsink) never waits for the stream lock.
-void sl_stage_end_input_soon(GstElement *stage);
 // Closes the stage's input (its end was asked for: Ctrl-C, a source removed): new frames are
 // refused with EOS, the ones that came already stay queued for the worker, and an end-of-stream
-// sent behind them (sl_stage_end_input_soon) ends the input once they are pulled.
+// sent behind them into the inner appsink (from a thread of its own, so the worker, which must
+// keep draining, never waits for the stream lock) ends the input once they are pulled: the
+// pipeline counts that appsink among its sinks, and a source that is down never sends one.
 void sl_stage_close_input(GstElement *stage);
 // Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
 // watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
