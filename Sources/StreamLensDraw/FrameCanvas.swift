@@ -112,7 +112,10 @@ public final class FrameCanvas {
     }
 
     /// Runs `body` with a context in frame coordinates whose drawing lands in the frame.
+    /// Coordinates reach here bounded (`FrameBounds`); a value that is not, or is not a number,
+    /// draws nothing rather than meeting a conversion that traps.
     private func draw(x: Double, y: Double, width w: Double, height h: Double, _ body: (OpaquePointer) -> Void) {
+        guard x.isFinite, y.isFinite, w.isFinite, h.isFinite else { return }
         if native {
             if frameSurface == nil {
                 let s = cairo_image_surface_create_for_data(pixels.baseAddress!.assumingMemoryBound(to: UInt8.self), CAIRO_FORMAT_RGB24,
@@ -123,8 +126,10 @@ public final class FrameCanvas {
             return
         }
         // The patch: the covered rectangle, clipped to the frame.
-        let x0 = max(0, Int(x.rounded(.down))), y0 = max(0, Int(y.rounded(.down)))
-        let x1 = min(width, Int((x + w).rounded(.up)) + 1), y1 = min(height, Int((y + h).rounded(.up)) + 1)
+        func column(_ v: Double) -> Int { Int(min(max(v, 0), Double(width))) }
+        func row(_ v: Double) -> Int { Int(min(max(v, 0), Double(height))) }
+        let x0 = column(x.rounded(.down)), y0 = row(y.rounded(.down))
+        let x1 = min(width, column((x + w).rounded(.up)) + 1), y1 = min(height, row((y + h).rounded(.up)) + 1)
         guard x1 > x0, y1 > y0 else { return }
         let pw = x1 - x0, ph = y1 - y0
         guard let patch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(pw), Int32(ph)) else { return }

@@ -8,31 +8,47 @@ import Foundation
 /// stage has started, so a run that fails to start — a model not installed, an input that is not
 /// there, caps that do not meet — would destroy the user's existing file, or leave an empty new
 /// one. Instead each such filesink writes to a hidden temporary name beside its target
-/// (`.out.mp4.streamlens-PID.partial`), renamed onto the target when the first buffer reaches
-/// the sink (CGstShim/outputs.c): a run that ends before any data leaves the old file exactly as
-/// it was and no new file; once data flows the run behaves as before (after a mid-stream error the
-/// output written so far is still finalized). Only filesinks the spec places itself (in the
-/// pipeline or a plain `bin`), writing a regular file or a new one, and not appending.
+/// (`.out.mp4.streamlens-PID.partial`, CGstShim/outputs.c). A new file takes its name when the
+/// first buffer reaches the sink (a run that ends before any data leaves no file; after a
+/// mid-stream error the output written so far is still finalized). An existing file is replaced
+/// only after the pipeline stopped, by an output that was finished (end-of-stream reached the
+/// sink and no write failed): a full disk or an aborted run leaves it as it was.
+///
+/// A file the user could not open for writing is refused before the run, as filesink refuses
+/// it (renaming over it would replace it anyway); in a sticky folder (/tmp) another user's file
+/// cannot be renamed over, so there filesink writes it itself. Only filesinks the spec places
+/// itself (in the pipeline or a plain `bin`), writing a regular file or a new one, not appending.
 final class OutputFiles {
     private struct Guarded {
         let element: UnsafeMutablePointer<GstElement>
         let target: String
         let temporary: String
+        let existed: Bool
     }
     private var files: [Guarded] = []
+    private var failedElements = Set<UnsafeMutableRawPointer>()
 
-    init(elements: [UnsafeMutablePointer<GstElement>], pipeline: UnsafeMutablePointer<GstElement>) {
+    init(elements: [UnsafeMutablePointer<GstElement>], pipeline: UnsafeMutablePointer<GstElement>) throws {
         for element in elements where sl_element_factory_name(element).map({ String(cString: $0) }) == "filesink" {
             guard Self.placedByTheSpec(element, pipeline: pipeline),
                   takeString(sl_object_get_as_string(element, "append")) != "true",
                   let location = takeString(sl_object_get_as_string(element, "location")), !location.isEmpty,
                   let target = Self.target(location) else { continue }
+            let existed = access(target, F_OK) == 0
+            if existed {
+                guard access(target, W_OK) == 0 else {
+                    let reason = String(cString: strerror(errno))
+                    finish(finished: false)
+                    throw HostError(.runtime, "\(objectName(element)): could not open file \"\(location)\" for writing: \(reason) (the file is left as it is)")
+                }
+                guard Self.renameable(target) else { continue }
+            }
             let url = URL(fileURLWithPath: target)
             let temporary = url.deletingLastPathComponent()
                 .appendingPathComponent(".\(url.lastPathComponent).streamlens-\(getpid()).partial").path
             gst_object_ref(element)
-            guard sl_output_file_guard(element, temporary, target) != 0 else { gst_object_unref(element); continue }
-            files.append(Guarded(element: element, target: target, temporary: temporary))
+            guard sl_output_file_guard(element, temporary, target, existed ? 1 : 0) != 0 else { gst_object_unref(element); continue }
+            files.append(Guarded(element: element, target: target, temporary: temporary, existed: existed))
         }
     }
 
@@ -50,6 +66,17 @@ final class OutputFiles {
         return URL(fileURLWithPath: absolute).resolvingSymlinksInPath().path
     }
 
+    /// False where a rename onto the existing `target` is refused though writing it is not: a
+    /// sticky folder where neither the file nor the folder is ours.
+    private static func renameable(_ target: String) -> Bool {
+        var file = stat(), folder = stat()
+        let uid = geteuid()
+        guard uid != 0, stat(target, &file) == 0,
+              stat(URL(fileURLWithPath: target).deletingLastPathComponent().path, &folder) == 0,
+              folder.st_mode & S_ISVTX != 0 else { return true }
+        return file.st_uid == uid || folder.st_uid == uid
+    }
+
     private static func placedByTheSpec(_ element: UnsafeMutablePointer<GstElement>, pipeline: UnsafeMutablePointer<GstElement>) -> Bool {
         guard let parent = gst_object_get_parent(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self)) else { return false }
         defer { gst_object_unref(parent) }
@@ -62,20 +89,45 @@ final class OutputFiles {
         files.reduce(text) { $0.replacingOccurrences(of: $1.temporary, with: $1.target) }
     }
 
-    /// After the pipeline stopped: removes the temporary files no data reached (the targets stay
-    /// as they were); problems for the user (a rename that failed leaves the data where it is).
-    func finish() -> [String] {
-        var problems: [String] = []
+    /// An error message came from `element`: if it is one of ours, its file did not get
+    /// written whole (a full disk) and must not replace an existing one.
+    func noteError(from element: UnsafeMutableRawPointer?) {
+        if let element { failedElements.insert(element) }
+    }
+
+    /// After the pipeline stopped: existing targets replaced by the outputs that were finished,
+    /// temporary files no data reached removed; what went wrong, for the user. `failures` are
+    /// the problems that leave the output elsewhere than the user asked (exit non-zero);
+    /// `notes` the ones where the earlier file was kept.
+    @discardableResult
+    func finish(finished runFinished: Bool = true) -> (failures: [String], notes: [String]) {
+        var failures: [String] = [], notes: [String] = []
         for file in files {
+            let name = objectName(file.element)
             let state = sl_output_file_state(file.element)
-            if state == 0 {
+            let failed = failedElements.contains(UnsafeMutableRawPointer(file.element))
+            switch state {
+            case Int32(SL_OUTPUT_NOTHING):
                 unlink(file.temporary)
-            } else if state < 0 {
-                problems.append("\(objectName(file.element)): could not move \(file.temporary) onto \(file.target): \(String(cString: strerror(-state))); the output is in \(file.temporary)")
+            case Int32(SL_OUTPUT_WRITING) where failed:
+                unlink(file.temporary)
+                notes.append("\(name): writing the new \(file.target) failed; the earlier file is kept as it was")
+            case Int32(SL_OUTPUT_WRITING) where !runFinished || sl_output_file_ended(file.element) == 0:
+                notes.append("\(name): the run ended before its output was finished; the earlier \(file.target) is kept as it was, the unfinished output is in \(file.temporary)")
+            case Int32(SL_OUTPUT_WRITING):
+                let error = sl_output_file_replace(file.element)
+                if error != 0 {
+                    failures.append("\(name): could not move \(file.temporary) onto \(file.target): \(String(cString: strerror(error))); the output is in \(file.temporary)")
+                }
+            case Int32(SL_OUTPUT_MOVED):
+                break
+            default:
+                failures.append("\(name): could not move \(file.temporary) onto \(file.target): \(String(cString: strerror(-state))); the output is in \(file.temporary)")
             }
+            sl_output_file_release(file.element)
+            gst_object_unref(file.element)
         }
-        files.forEach { gst_object_unref($0.element) }
         files.removeAll()
-        return problems
+        return (failures, notes)
     }
 }

@@ -80,6 +80,7 @@ extension Pipeline {
     /// finalized); the closed window's and a watchdog's source part's are not failures.
     private func handleError(_ message: UnsafeMutablePointer<GstMessage>, _ run: inout RunState) {
         if windowClosing(message, &run) { return }
+        outputFiles?.noteError(from: UnsafeMutableRawPointer(message.pointee.src))
         let text = errorText(message)
         if sourceOutage(message, text: text, progress: run.progress) { return }
         if run.firstError == nil {

@@ -11,9 +11,12 @@ private let interrupts = Atomic<Int>(0)
 /// What the handler writes before it ends the process on a second interrupt.
 private let abortMessage: StaticString = "aborted\n"
 
-/// The handler: async-signal-safe (an atomic add, write(2), _exit(2)).
+/// The handler: async-signal-safe (an atomic add, write(2), unlink(2), _exit(2)). The outputs'
+/// temporary files not yet moved onto their targets go with the process: an aborted run leaves
+/// the earlier files as they were and no litter beside them.
 private func interruptHandler(_ signal: Int32) {
     if interrupts.add(1, ordering: .relaxed).newValue >= 2 {
+        sl_output_files_remove_pending()
         _ = write(2, abortMessage.utf8Start, abortMessage.utf8CodeUnitCount)
         _exit(130)
     }

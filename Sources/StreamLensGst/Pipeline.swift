@@ -182,20 +182,31 @@ public final class Pipeline {
         if let refused = refusalBeforeStart() { return refused }
         let keys = previewKeys(control: control, options: options)
 
-        // Existing files are replaced only once data reaches them (OutputFiles).
-        let outputs = OutputFiles(elements: allElements(), pipeline: pipeline)
+        // Existing files are replaced only by a finished output (OutputFiles).
+        let outputs: OutputFiles
+        do { outputs = try OutputFiles(elements: allElements(), pipeline: pipeline) } catch {
+            log("error: \(error)")
+            return .failed("\(error)")
+        }
         outputFiles = outputs
+        var outputsDone = false
         defer {
-            for problem in outputs.finish() { log("warning: \(problem)") }
+            if !outputsDone { for note in outputs.finish(finished: false).notes { log("warning: \(note)") } }
             outputFiles = nil
         }
         if let failed = startPlaying(bus) { return failed }
         var state = RunState(options: options, bus: bus, watchdogs: watchdogs, firstStage: firstStage, stageCount: stageCount,
                              progress: progress, keys: keys, started: Date())
-        let outcome = busLoop(&state)
+        var outcome = busLoop(&state)
         progress.clear()
         onStopping?()
         stop()
+        let (failures, notes) = outputs.finish(finished: outcome != .aborted)
+        outputsDone = true
+        for note in notes { log("warning: \(note)") }
+        for failure in failures { log("error: \(failure)") }
+        // An output that is not where the user asked for it is a failed run, however it ended.
+        if let failure = failures.first, case .finished = outcome { outcome = .failed(failure) }
         return outcome
     }
 

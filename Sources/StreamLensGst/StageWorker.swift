@@ -554,7 +554,12 @@ final class SamplePixels: FramePixels {
     /// The negotiated frame size: regions are normalised to it on the meta (DL Streamer's layout).
     var frameSize = (width: 0, height: 0)
 
+    /// Where every region enters and leaves the buffer: bounded to the frame here
+    /// (`FrameBounds`), whichever stage, model or upstream element made it.
+    private var bounds: FrameBounds { FrameBounds(width: frameSize.width, height: frameSize.height) }
+
     func addRegionOfInterest(_ region: RegionOfInterest) {
+        let region = bounds.clamp(region)
         makeBufferWritable()
         Self.withCRegion(region) { r, keypoints, names, values, results in
             sl_buffer_add_region(gst_sample_get_buffer(sample), guint(frameSize.width), guint(frameSize.height), r, keypoints, names, values, results)
@@ -563,6 +568,7 @@ final class SamplePixels: FramePixels {
 
     func updateRegionOfInterest(_ region: RegionOfInterest, at index: Int) -> Bool {
         guard index >= 0 else { return false }
+        let region = bounds.clamp(region)
         makeBufferWritable()
         return Self.withCRegion(region) { r, keypoints, names, values, results in
             sl_buffer_set_region(gst_sample_get_buffer(sample), guint(index), guint(frameSize.width), guint(frameSize.height),
@@ -649,6 +655,7 @@ final class SamplePixels: FramePixels {
         guard count > 0 else { return [] }
         var regions = [SLRegion](repeating: SLRegion(), count: count)
         let n = min(count, Int(sl_buffer_get_regions(buffer, w, h, &regions, guint(count))))
+        let bounds = self.bounds
         return (0..<n).map { i in
             var r = regions[i]
             let label = withUnsafeBytes(of: &r.label) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
@@ -684,7 +691,7 @@ final class SamplePixels: FramePixels {
                                          points: (0..<got).map { Array(values[($0 * d)..<($0 * d + d)]) },
                                          presence: r.landmark_presence >= 0 ? r.landmark_presence : nil)
             }
-            return region
+            return bounds.clamp(region)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 
 /// What the stages need of a model fed with frames, wherever the network runs: `ImageModel`
 /// (OpenVINO here) and `RemoteImageModel` (an Open Inference Protocol server).
@@ -42,8 +43,8 @@ extension ImageInference {
         guard let port = otherInputs.first(where: { $0.name == name }) else {
             throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
         }
-        guard port.shape.reduce(1, *) == count else {
-            throw InferenceError("input \(name) takes \(port.shape.reduce(1, *)) values (shape \(port.shape)), got \(count)")
+        guard TensorShape.elementCount(port.shape) == count else {
+            throw InferenceError("input \(name) takes \(TensorShape.elementCount(port.shape).map(String.init) ?? "no countable number of") values (shape \(port.shape)), got \(count)")
         }
         return port
     }
@@ -164,6 +165,12 @@ extension InferenceEngine {
                 if shape[w] == -1 { shape[w] = input.width }
             }
             return (port.name, shape)
+        }
+        // Shapes are numbers from outside: each must count to what an answer can hold, before a
+        // decoder multiplies them.
+        let most = HTTPResponseReader.Limits().bodyBytes / 4
+        for port in others + outputs where TensorShape.elementCount(port.shape, atMost: most) == nil {
+            throw InferenceError("\(server): \(port.name) has shape \(port.shape): a negative dimension or more values than any answer StreamLens takes (\(most))")
         }
         var single = input
         single.name = nil // the pre-processing network has one input of its own

@@ -39,4 +39,43 @@ import Testing
         #expect(r.stderr.contains("d: 30 frames in, 30 out, 0 dropped"), "\(mode): \(r.stderr)")
         #expect(countFrames(out) == 30, "\(mode): \(countFrames(out).map(String.init) ?? "no playable file")")
     }
+
+    /// Keypoints are numbers from outside too: a server's 1e20 is bounded where it enters
+    /// (FrameBounds: the frame grown by its size on every side, here 320x240 → 640,480), drawn
+    /// by lensoverlay on RGB frames (it trapped converting to Int before) and written as such.
+    @Test func aServersHugeKeypointsAreBoundedAndDrawn() throws {
+        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
+                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, "huge-keypoints"])
+        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
+        let port = server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let records = dir.appendingPathComponent("faces.jsonl").path
+        let r = try CLI.run(["run", "videotestsrc num-buffers=10 ! video/x-raw,format=RGB,width=320,height=240 ! lensdetect name=d device=remote server=http://127.0.0.1:\(port) draw=false ! lensoverlay ! lensmetadata location=\(records) ! fakesink"],
+                            timeout: 120)
+        #expect(r.status == 0, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("d: 10 frames in, 10 out, 0 dropped"), "\(r.stderr)")
+        let lines = try String(contentsOfFile: records, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 10)
+        for line in lines {
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let faces = try #require(record["detections"] as? [[String: Any]])
+            try #require(faces.count == 1, "\(line)")
+            let keypoints = try #require(faces[0]["keypoints"] as? [[Double]])
+            #expect(keypoints.count == 6 && keypoints.allSatisfy { $0 == [640, 480] }, "\(keypoints)")
+        }
+    }
+
+    /// A shape in the server's metadata whose element count overflows is refused at start with
+    /// a message naming it (it trapped in the decoder's product before).
+    @Test func anOverflowingShapeInTheMetadataIsRefused() throws {
+        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
+                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, "metadata-huge-shape"])
+        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
+        let port = server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let r = try CLI.run(["run", "videotestsrc num-buffers=10 ! video/x-raw,format=RGB,width=320,height=240 ! lensdetect device=remote server=http://127.0.0.1:\(port) ! fakesink"],
+                            timeout: 120)
+        #expect(r.status == 1, "exit \(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("regressors has shape [1, 3037000500, 3037000500, 16]: a negative dimension or more values than any answer StreamLens takes"), "\(r.stderr)")
+    }
 }

@@ -19,10 +19,14 @@ classificators [1,896,1] — and every POST …/infer as MODE says:
     garbage        random bytes, then the connection closed
     hang-up        the connection closed without an answer
     wrong-shape    well framed, but outputs of another model's shapes
+    huge-keypoints well framed: one confident face with a sane box and keypoints at 1e20
+    metadata-huge-shape  the metadata (not an answer) says regressors is
+                   [1, 3037000500, 3037000500, 16], whose element count overflows 64 bits
 """
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -32,7 +36,8 @@ MODEL = "face-short-range"
 METADATA = json.dumps({
     "name": MODEL, "versions": ["1"], "platform": "openvino",
     "inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 128, 128, 3]}],
-    "outputs": [{"name": "regressors", "datatype": "FP32", "shape": [1, 896, 16]},
+    "outputs": [{"name": "regressors", "datatype": "FP32",
+                 "shape": [1, 3037000500, 3037000500, 16] if MODE == "metadata-huge-shape" else [1, 896, 16]},
                 {"name": "classificators", "datatype": "FP32", "shape": [1, 896, 1]}],
 }).encode()
 
@@ -90,6 +95,15 @@ def hostile(conn):
                    dict(GOOD[1], shape=[1, 10, 1], parameters={"binary_data_size": 40})]
         binary_answer(conn, outputs, bytes(200))
         return True  # well framed: the connection may carry the next request
+    elif MODE == "huge-keypoints":
+        regressors = [0.0] * (896 * 16)
+        scores = [-100.0] * 896
+        face = 300
+        scores[face] = 100.0
+        regressors[face * 16 + 2:face * 16 + 4] = [20.0, 20.0]  # a 20x20 box at the anchor
+        regressors[face * 16 + 4:face * 16 + 16] = [1e20] * 12   # six keypoints far away
+        binary_answer(conn, GOOD, struct.pack("<%df" % len(regressors), *regressors) + struct.pack("<896f", *scores))
+        return True
     return False
 
 

@@ -10,12 +10,27 @@
 #include <gst/video/video.h>
 
 // ---- Output files (outputs.c) ---------------------------------------------------------
-// Points `filesink` at `temporary` and renames that onto `target` when the first buffer reaches
-// the sink (with the target's permissions, when it exists). FALSE if it has no sink pad.
-gboolean sl_output_file_guard(GstElement *filesink, const char *temporary, const char *target);
-// 0 no buffer yet (the temporary file is still there), 1 renamed onto the target, -errno the
-// rename failed (the data is in the temporary file).
+// Points `filesink` at `temporary`. A new file (`replace_at_end` FALSE) is renamed onto `target`
+// when the first buffer reaches the sink; an existing one only by sl_output_file_replace, which
+// the host calls after the pipeline stopped, once the output was finished. FALSE if it has no
+// sink pad. The temporary name is remembered for sl_output_files_remove_pending until moved.
+gboolean sl_output_file_guard(GstElement *filesink, const char *temporary, const char *target, gboolean replace_at_end);
+enum {
+    SL_OUTPUT_NOTHING = 0,  // no buffer yet: the temporary file is still there, empty
+    SL_OUTPUT_MOVED = 1,    // renamed onto the target
+    SL_OUTPUT_WRITING = 2,  // data in the temporary file, to replace the existing target at the end
+};
+// SL_OUTPUT_*, or -errno: the rename failed (the data is in the temporary file).
 int sl_output_file_state(GstElement *filesink);
+// End-of-stream reached the sink: the file is complete once the sink stopped.
+gboolean sl_output_file_ended(GstElement *filesink);
+// Renames the temporary file onto the target now: 0 or errno.
+int sl_output_file_replace(GstElement *filesink);
+// Forgets the filesink's record (its temporary name no longer pending).
+void sl_output_file_release(GstElement *filesink);
+// Removes every temporary file not moved yet. Async-signal-safe: for an interrupt's handler
+// that ends the process at once.
+void sl_output_files_remove_pending(void);
 
 // ---- Elements (elements.c) ---------------------------------------------------------------
 // Macros and variadics as functions, and small element helpers.

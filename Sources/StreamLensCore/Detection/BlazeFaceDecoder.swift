@@ -202,14 +202,18 @@ public struct BlazeFaceDecoder: DetectionDecoder {
     /// stage with a message instead of producing garbage.
     public func validate(boxesShape: [Int], scoresShape: [Int]) throws {
         let n = anchors.count
-        let boxValues = boxesShape.reduce(1, *)
+        guard let boxValues = TensorShape.elementCount(boxesShape) else {
+            throw StageError("the boxes output has shape \(boxesShape): a negative dimension or more values than memory holds")
+        }
         if boxesShape.last != options.numCoords {
             throw StageError("the boxes output has shape \(boxesShape) but the manifest's num_coords is \(options.numCoords)")
         }
         if boxValues != n * options.numCoords {
             throw StageError("the boxes output has shape \(boxesShape), \(boxValues / max(1, options.numCoords)) boxes, but the manifest's anchors number \(n)")
         }
-        let scoreValues = scoresShape.reduce(1, *)
+        guard let scoreValues = TensorShape.elementCount(scoresShape) else {
+            throw StageError("the scores output has shape \(scoresShape): a negative dimension or more values than memory holds")
+        }
         if scoreValues != n {
             throw StageError("the scores output has shape \(scoresShape), \(scoreValues) scores, but the manifest's anchors number \(n)")
         }
@@ -227,8 +231,8 @@ public struct BlazeFaceDecoder: DetectionDecoder {
             if let i = Int(reference), shapes.indices.contains(i) { return i }
             return nil
         }
-        func looksLikeBoxes(_ i: Int) -> Bool { shapes[i].last == options.numCoords && shapes[i].reduce(1, *) == n * options.numCoords }
-        func looksLikeScores(_ i: Int) -> Bool { shapes[i].reduce(1, *) == n }
+        func looksLikeBoxes(_ i: Int) -> Bool { shapes[i].last == options.numCoords && TensorShape.elementCount(shapes[i]) == n * options.numCoords }
+        func looksLikeScores(_ i: Int) -> Bool { TensorShape.elementCount(shapes[i]) == n }
 
         var boxes = find(options.boxesOutput)
         var scores = find(options.scoresOutput)

@@ -101,14 +101,18 @@ public struct FrameGeometry: Sendable, Equatable {
         Point(x: (p.x - Double(regionX)) / Double(regionWidth), y: (p.y - Double(regionY)) / Double(regionHeight))
     }
 
-    /// A detection in normalised model-input coordinates to frame pixels. The box is clamped to
-    /// the frame (a face half out of the picture keeps its visible half); keypoints are not.
+    /// A detection in normalised model-input coordinates to frame pixels, bounded as every
+    /// number from a model must be (`FrameBounds`): the box clamped to the frame (a face half out
+    /// of the picture keeps its visible half), keypoints to the frame grown by its size on every
+    /// side (an ear just past the edge keeps its place; a server's 1e20 does not reach drawing).
     public func toFrame(_ d: Detection) -> Detection {
+        let bounds = FrameBounds(width: frameWidth, height: frameHeight)
         let topLeft = toFrame(Point(x: d.box.xMin, y: d.box.yMin))
         let bottomRight = toFrame(Point(x: d.box.xMax, y: d.box.yMax))
-        let w = Double(frameWidth), h = Double(frameHeight)
-        let box = Box(xMin: min(max(topLeft.x, 0), w), yMin: min(max(topLeft.y, 0), h),
-                      xMax: min(max(bottomRight.x, 0), w), yMax: min(max(bottomRight.y, 0), h))
-        return Detection(box: box, score: d.score, keypoints: d.keypoints.map(toFrame), label: d.label, labelId: d.labelId)
+        let box = bounds.clamp(Box(xMin: topLeft.x, yMin: topLeft.y, xMax: bottomRight.x, yMax: bottomRight.y))
+            ?? Box(xMin: 0, yMin: 0, xMax: 0, yMax: 0)
+        let keypoints = d.keypoints.compactMap { bounds.clamp(toFrame($0)) }
+        return Detection(box: box, score: d.score, keypoints: keypoints.count == d.keypoints.count ? keypoints : [],
+                         label: d.label, labelId: d.labelId)
     }
 }

@@ -115,7 +115,7 @@ public struct SSDDecoder: DetectionDecoder {
             return [try bindOutput(outputs, reference: options.detectionsOutput, family: "ssd", wanted: "[1, 1, N, 7] (DetectionOutput)", fits: rows7)]
         }
         form = .fourOutputs
-        func elements(_ shape: [Int]) -> Int { shape.allSatisfy { $0 >= 0 } ? shape.reduce(1, *) : 0 }
+        func elements(_ shape: [Int]) -> Int { TensorShape.elementCount(shape) ?? 0 }
         func isBoxes(_ shape: [Int]) -> Bool { shape.count >= 2 && shape.last == 4 && elements(shape) > 0 }
         let boxes = try bindOutput(outputs, reference: options.boxesOutput, family: "ssd",
                                 wanted: "[1, N, 4] boxes or [1, 1, N, 7] detections", fits: isBoxes)

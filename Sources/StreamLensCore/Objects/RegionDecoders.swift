@@ -65,7 +65,7 @@ public struct ClassifierDecoderOptions: RegionDecoderParameters {
         func bind(_ outputs: [ModelOutput]) throws -> [Int] {
             let n = labels.count
             return [try bindOutput(outputs, reference: options.output, family: "classifier", wanted: "\(n) scores (one per label)") {
-                $0.reduce(1, *) == n
+                TensorShape.elementCount($0) == n
             }]
         }
         func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> RegionResult {
@@ -142,10 +142,10 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
         func bind(_ outputs: [ModelOutput]) throws -> [Int] {
             let n = options.count * options.valuesPerPoint
             let points = try bindOutput(outputs, reference: options.output, family: "landmarks", wanted: "\(n) values (\(options.count) points of \(options.valuesPerPoint))") {
-                $0.reduce(1, *) == n
+                TensorShape.elementCount($0) == n
             }
             guard let name = options.presenceOutput else { return [points] }
-            let presence = try bindOutput(outputs, reference: name, family: "landmarks", wanted: "one value (presence)") { $0.reduce(1, *) == 1 }
+            let presence = try bindOutput(outputs, reference: name, family: "landmarks", wanted: "one value (presence)") { TensorShape.elementCount($0) == 1 }
             return [points, presence]
         }
         func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> RegionResult {

@@ -66,15 +66,9 @@ public enum InferenceResponseDecoder {
     /// The product of `shape`, refused when a dimension is negative or the product could not
     /// fit in any answer StreamLens takes.
     static func elementCount(_ shape: [Int], name: String) throws -> Int {
-        let limit = HTTPResponseReader.Limits().bodyBytes / 4
-        var count = 1
-        for d in shape {
-            guard d >= 0 else { throw WireError("output \(name) has shape \(shape): a negative dimension") }
-            let (product, overflow) = count.multipliedReportingOverflow(by: d)
-            guard !overflow, product <= limit || d == 0 else {
-                throw WireError("output \(name) has shape \(shape): more elements than any answer StreamLens takes")
-            }
-            count = product
+        guard !shape.contains(where: { $0 < 0 }) else { throw WireError("output \(name) has shape \(shape): a negative dimension") }
+        guard let count = TensorShape.elementCount(shape, atMost: HTTPResponseReader.Limits().bodyBytes / 4) else {
+            throw WireError("output \(name) has shape \(shape): more elements than any answer StreamLens takes")
         }
         return count
     }

@@ -149,6 +149,9 @@ public enum ZoneSyntax {
             let numbers = try entry[entry.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false).map { word in
                 let w = word.trimmingCharacters(in: .whitespaces)
                 guard let v = Double(w), v.isFinite else { throw StageError("property \(property): '\(entry)': '\(w)' is not a number") }
+                guard abs(v) <= PropertyCoordinates.limit else {
+                    throw StageError("property \(property): '\(entry)': \(w) is out of range (coordinates are within ±\(Int(PropertyCoordinates.limit)))")
+                }
                 return v
             }
             return (name, entry, numbers)
