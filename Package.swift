@@ -9,6 +9,7 @@ let package = Package(
     name: "StreamLens",
     products: [
         .library(name: "StreamLensCore", targets: ["StreamLensCore"]),
+        .library(name: "StreamLensDraw", targets: ["StreamLensDraw"]),
         .library(name: "StreamLensGst", targets: ["StreamLensGst"]),
         .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
         .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
@@ -75,7 +76,7 @@ let package = Package(
         // Benchmarks that need code of their own (bench/track.sh runs it).
         .executableTarget(name: "tracker-bench", dependencies: ["StreamLensCore"], path: "bench/TrackerBench"),
 
-        .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics"]),
+        .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore"]),
         .testTarget(

@@ -13,6 +13,9 @@
 #                    (HTTPResponseReader: lengths, chunks, limits)
 #   inference-response  the body of an inference answer: JSON header + binary tensors
 #                    (InferenceResponseDecoder: header length, shapes, block sizes)
+#   remote-tensors   an inference server's metadata shapes and answer values for the shipped
+#                    detectors: the remote backend's shape check, the decoder, the mapping onto
+#                    the frame (FrameBounds) and the drawing (FrameCanvas, RGB and BGRx)
 #   coreml-import    .mlmodel files through `streamlens import`'s loading and checks
 #                    (tools/coreml_import.py, fuzzed with atheris)
 #
@@ -32,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-pipeline-spec property-value model-manifest manifest-fields control-command http-response inference-response coreml-import}
+TARGETS=${FUZZ_TARGETS:-pipeline-spec property-value model-manifest manifest-fields control-command http-response inference-response remote-tensors coreml-import}
 OUT=$ROOT/out/fuzz
 SWIFT=${SWIFT:-swift}
 PY=${PYTHON:-python3}
@@ -48,7 +51,7 @@ swift_targets=() python_target=false
 for t in $TARGETS; do
   case $t in
     coreml-import) python_target=true ;;
-    pipeline-spec|property-value|model-manifest|manifest-fields|control-command|http-response|inference-response) swift_targets+=("$t") ;;
+    pipeline-spec|property-value|model-manifest|manifest-fields|control-command|http-response|inference-response|remote-tensors) swift_targets+=("$t") ;;
     *) say "unknown target $t"; exit 2 ;;
   esac
 done
@@ -88,6 +91,7 @@ sources_of() {
     property-value) echo "StageDescriptor.swift InferenceSize.swift" ;;
     model-manifest|manifest-fields) echo "ModelManifest.swift BlazeFaceDecoder.swift SSDAnchors.swift Suppression.swift" ;;
     control-command) echo "ControlCommand.swift" ;;
+    remote-tensors) echo "OutsideNumbers.swift FrameGeometry.swift BlazeFaceDecoder.swift CenterFaceDecoder.swift FrameCanvas.swift" ;;
   esac
 }
 

@@ -46,7 +46,7 @@ struct CatalogueRow: CustomTestStringConvertible, Sendable {
         guard let text = try? String(contentsOfFile: documentPath, encoding: .utf8) else {
             return .failure(CatalogueError("cannot read \(documentPath)"))
         }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { $0.hasPrefix("|") }
+        let lines = tables(text).first ?? []
         guard lines.count >= 3 else { return .failure(CatalogueError("no table in \(documentPath)")) }
         let header = cells(lines[0])
         guard header == ["#", "input", "what is wrong", "command", "exit", "message", "output"] else {
@@ -68,6 +68,17 @@ struct CatalogueRow: CustomTestStringConvertible, Sendable {
             }
         }
         return .success(rows)
+    }
+
+    /// The doc's tables: each a run of consecutive lines starting with `|`. The first is the
+    /// catalogue; the second (`PeerRow`) lists what is tested by suites of its own.
+    static func tables(_ text: String) -> [[String]] {
+        var tables: [[String]] = [], current: [String] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix("|") { current.append(line) } else if !current.isEmpty { tables.append(current); current = [] }
+        }
+        if !current.isEmpty { tables.append(current) }
+        return tables
     }
 
     private static func row(_ c: [String]) throws -> CatalogueRow {
@@ -337,4 +348,30 @@ final class BusyPort {
     }
 
     deinit { close(fd) }
+}
+
+/// A row of the doc's second table: a hostile peer, a stuck writer or a failing disk, which a
+/// command line cannot show (it needs a server, a reader, a second client, a full disk), with
+/// the test that shows it. Columns: `# | what | what happens | test`, the test as
+/// `` `Suite/testName` ``.
+struct PeerRow: Sendable {
+    var number: String
+    var what: String
+    var test: (suite: String, name: String)
+
+    static func load() throws -> [PeerRow] {
+        let text = try String(contentsOfFile: CatalogueRow.documentPath, encoding: .utf8)
+        let tables = CatalogueRow.tables(text)
+        guard tables.count == 2 else { throw CatalogueError("\(tables.count) tables in \(CatalogueRow.documentPath), expected 2") }
+        let lines = tables[1]
+        guard lines.count >= 3, CatalogueRow.cells(lines[0]) == ["#", "what", "what happens", "test"] else {
+            throw CatalogueError("the second table's header is \(lines.first ?? "missing")")
+        }
+        return try lines.dropFirst(2).map { line in
+            let c = CatalogueRow.cells(line)
+            let test = CatalogueRow.codeSpan(c.count == 4 ? c[3] : "").split(separator: "/").map(String.init)
+            guard c.count == 4, test.count == 2 else { throw CatalogueError("row \(line): expected 4 cells, the last `Suite/testName`") }
+            return PeerRow(number: c[0], what: c[1], test: (test[0], test[1]))
+        }
+    }
 }

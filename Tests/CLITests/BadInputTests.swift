@@ -15,8 +15,8 @@ import Testing
         #expect(rows.count >= 25, "only \(rows.count) rows")
         #expect(Set(rows.map(\.number)).count == rows.count, "row numbers repeat")
         let text = try String(contentsOfFile: CatalogueRow.documentPath, encoding: .utf8)
-        let tableLines = text.split(separator: "\n").filter { $0.hasPrefix("|") }
-        #expect(tableLines.count == rows.count + 2, "lines starting with | outside the one table")
+        let tables = CatalogueRow.tables(text)
+        #expect(tables.first?.count == rows.count + 2 && tables.count == 2, "lines starting with | outside the two tables")
         let fixtures = Fixtures.shared
         #expect(fixtures.problems.isEmpty, "\(fixtures.problems)")
         let known = Set(fixtures.values.keys).union(["busy-port"])
@@ -29,6 +29,22 @@ import Testing
         for kind in ["pipeline spec", "command line", "stage property", "caps", "model manifest", "model", "media file", "camera",
                      "port", "credentials", "control command"] {
             #expect(kinds.contains(kind), "no row for \(kind)")
+        }
+    }
+
+    /// The second table's rows each name a test that exists: a `func NAME(` in the suite's
+    /// `struct SUITE` somewhere under Tests/ (those suites run in `make test` like this one).
+    @Test func everyPeerRowNamesARealTest() throws {
+        let rows = try PeerRow.load()
+        #expect(rows.count >= 9)
+        #expect(Set(rows.map(\.number)).count == rows.count, "row numbers repeat")
+        let tests = CLI.packageRoot.appendingPathComponent("Tests")
+        let sources = (FileManager.default.enumerator(atPath: tests.path)?.compactMap { $0 as? String } ?? [])
+            .filter { $0.hasSuffix(".swift") }
+            .compactMap { try? String(contentsOf: tests.appendingPathComponent($0), encoding: .utf8) }
+        for row in rows {
+            let found = sources.contains { $0.contains("struct \(row.test.suite)") && $0.contains("func \(row.test.name)(") }
+            #expect(found, "row \(row.number) (\(row.what)) names \(row.test.suite)/\(row.test.name), which is not a test under Tests/")
         }
     }
 

@@ -7,6 +7,15 @@ import Testing
 /// was wrong, the frames go on without inference, and the run ends normally with every frame
 /// written.
 @Suite struct HostileServerTests {
+    /// Tests/Python/hostile_inference_server.py answering as `mode`, and its port (the server
+    /// lives as long as the Background the caller keeps).
+    static func server(_ mode: String) throws -> (Background, String) {
+        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
+                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, mode])
+        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
+        return (server, server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+    }
+
     @Test(arguments: [
         ("neg-length", "Content-Length -1 is not a length"),
         ("neg-chunk", "a malformed chunk size (-1)"),
@@ -21,10 +30,8 @@ import Testing
         ("wrong-shape", "sent output regressors as [1, 10, 4], expected [1, 896, 16]"),
     ])
     func aHostileServerCostsARequestNotTheRun(_ mode: String, _ reason: String) throws {
-        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
-                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, mode])
-        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
-        let port = server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let (server, port) = try Self.server(mode)
+        defer { withExtendedLifetime(server) {} }
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("out.mp4").path
@@ -44,10 +51,8 @@ import Testing
     /// (FrameBounds: the frame grown by its size on every side, here 320x240 → 640,480), drawn
     /// by lensoverlay on RGB frames (it trapped converting to Int before) and written as such.
     @Test func aServersHugeKeypointsAreBoundedAndDrawn() throws {
-        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
-                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, "huge-keypoints"])
-        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
-        let port = server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let (server, port) = try Self.server("huge-keypoints")
+        defer { withExtendedLifetime(server) {} }
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let records = dir.appendingPathComponent("faces.jsonl").path
@@ -69,10 +74,8 @@ import Testing
     /// A shape in the server's metadata whose element count overflows is refused at start with
     /// a message naming it (it trapped in the decoder's product before).
     @Test func anOverflowingShapeInTheMetadataIsRefused() throws {
-        let server = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
-                                    [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_inference_server.py").path, "metadata-huge-shape"])
-        try #require(server.waitFor("port ", in: \.stdout, timeout: 20), "server: \(server.stderr)")
-        let port = server.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let (server, port) = try Self.server("metadata-huge-shape")
+        defer { withExtendedLifetime(server) {} }
         let r = try CLI.run(["run", "videotestsrc num-buffers=10 ! video/x-raw,format=RGB,width=320,height=240 ! lensdetect device=remote server=http://127.0.0.1:\(port) ! fakesink"],
                             timeout: 120)
         #expect(r.status == 1, "exit \(r.status): \(r.stderr)")

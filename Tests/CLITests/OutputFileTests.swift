@@ -5,7 +5,7 @@ import Testing
 /// a file the user could not write is refused as filesink refuses it; an existing file is
 /// replaced only by a finished output, so a full disk or an aborted run leaves it as it was and
 /// no temporary file beside it; a final move that fails is a failed run that says where the
-/// output is. (Bad input rows 130–133 of docs/bad-inputs.md.)
+/// output is. (Rows P4–P7 of docs/bad-inputs.md.)
 @Suite(.serialized) struct OutputFileTests {
     /// A scratch folder others may enter (the run as `nobody` must reach what is in it).
     static func openScratch() throws -> URL {

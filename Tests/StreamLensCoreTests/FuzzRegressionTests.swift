@@ -44,6 +44,22 @@ import StreamLensCore
         #expect(try ControlCommand.parse(commands.split(separator: "\n")[0].description) == .set(element: nil, assignments: [("strength", "0.5")]))
     }
 
+    /// remote-tensors' seeds reach what they are for: well-shaped answers decode to faces that
+    /// end inside their frame's bounds (so the fuzzer draws them), refused shapes stop early.
+    @Test func remoteTensorSeedsDecodeAndRefuse() throws {
+        func regions(_ seed: String) throws -> [RegionOfInterest]? {
+            try FuzzEntryPoints.remoteTensorRegions(try Data(contentsOf: Self.corpus.appendingPathComponent("remote-tensors/\(seed)")))?.regions
+        }
+        for seed in ["short-range-faces", "full-range-faces", "centerface-faces"] {
+            #expect(try regions(seed)?.isEmpty == false, "\(seed)")
+        }
+        let faces = try #require(try regions("short-range-faces"))
+        #expect(faces.contains { $0.keypoints.contains { $0.x == 640 || $0.x == -320 } }, "the 1e20 keypoints end on the bound of the 320x240 frame")
+        for seed in ["short-range-overflowing-shape", "short-range-negative-shape", "pose-detection-wrong-shapes"] {
+            #expect(try regions(seed) == nil, "\(seed)")
+        }
+    }
+
     // MARK: crashes found
 
     /// manifest-fields, crash-53a4f3dd… (the same edit is Fuzz/corpus/manifest-fields/

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensDraw
 
 // What each fuzzer does with one input, shared by the libFuzzer harnesses (Fuzz/, `make fuzz`)
 // and the unit tests that replay the committed corpus and every crash found
@@ -30,6 +31,7 @@ public enum FuzzEntryPoints {
         ("control-command", controlCommand),
         ("http-response", httpResponse),
         ("inference-response", inferenceResponse),
+        ("remote-tensors", remoteTensors),
     ]
 
     /// One libFuzzer input through the target `name`: what every harness's
@@ -394,11 +396,132 @@ public enum FuzzEntryPoints {
             throw FuzzFinding("InferenceResponseDecoder threw \(type(of: error)), not a WireError: \(error)")
         }
         for t in tensors {
-            guard t.shape.allSatisfy({ $0 >= 0 }), t.shape.reduce(1, *) == t.values.count else {
+            guard TensorShape.elementCount(t.shape) == t.values.count else {
                 throw FuzzFinding("tensor \(t.name): \(t.values.count) values for shape \(t.shape)")
             }
         }
         _ = InferenceResponseDecoder.serverError(body)
+    }
+
+    // MARK: remote-tensors
+
+    /// The detector manifests shipped in Models/, sorted by file name, and for each the output
+    /// names its decoder refers to (sorted by key), then a name none does.
+    static let detectorManifests: [(manifest: ModelManifest, names: [String])] = {
+        // This file is compiled from Fuzz/Sources/FuzzEntryPoints and, through a symlink, from
+        // Tests/StreamLensCoreTests: the repository is the first folder up with Models/.
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Models/model-catalogue.json").path) {
+            folder = folder.deletingLastPathComponent()
+        }
+        let models = folder.appendingPathComponent("Models")
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: models.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+        return files.compactMap { file in
+            guard let data = try? Data(contentsOf: models.appendingPathComponent(file)),
+                  let manifest = try? ModelManifest.decode(data, origin: file), manifest.decoder.detector != nil,
+                  let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let parameters = (json["decoder"] as? [String: Any])?["parameters"] as? [String: Any] else { return nil }
+            let names = parameters.keys.filter { $0.hasSuffix("output") }.sorted().compactMap { parameters[$0] as? String }
+            return (manifest, names + ["output0"])
+        }
+    }()
+
+    /// Dimensions a shape's byte picks from: the shipped detectors' own, then hostile ones.
+    static let dimensions = [0, 1, 2, 3, 4, 6, 7, 10, 12, 16, 18, 96, 160, 896, 2254, 2304,
+                             -1, -7, 3_037_000_500, Int.max, 1 << 31]
+
+    /// The bytes as an inference server's metadata and answer for one of the shipped detectors,
+    /// taken as lensdetect device=remote takes them and drawn as lensoverlay draws them. Byte 0
+    /// picks the manifest; byte 1 the frame size and crop; byte 2 the output count (1…4); then per
+    /// output a name byte, a rank byte (1…4) and a byte per dimension (`dimensions`); the rest are
+    /// the float32 values (little-endian bit patterns: NaN, ±inf, 1e20…), repeated to fill each
+    /// tensor. Promises: shapes that do not count are refused as the remote backend refuses them
+    /// at load (TensorShape within an answer's limit); a decoder refuses what does not fit with a
+    /// StageError; every detection mapped onto the frame is within FrameBounds; drawing it on
+    /// RGB and BGRx frames does not trap.
+    public static func remoteTensors(_ data: Data) throws {
+        guard let (regions, width, height) = try remoteTensorRegions(data) else { return }
+        for format in ["RGB", "BGRx"] {
+            let stride = width * format.count
+            var pixels = [UInt8](repeating: 0, count: stride * height)
+            pixels.withUnsafeMutableBytes { raw in
+                guard let canvas = FrameCanvas(pixels: raw, width: width, height: height, stride: stride, pixelFormat: format) else { return }
+                for r in regions {
+                    canvas.rectangle(x: r.x, y: r.y, width: r.width, height: r.height, color: (0, 1, 0), thickness: 2)
+                    for p in r.keypoints { canvas.dot(x: p.x, y: p.y, radius: 2, color: (1, 0, 0)) }
+                    canvas.label("\(r.label) \(r.confidence ?? 0)", x: r.x, y: r.y - 14, size: 12, color: (0, 0, 0), background: (0, 1, 0))
+                }
+            }
+        }
+    }
+
+    /// `remoteTensors`' regions on its frame (width, height); nil when the shapes are refused.
+    public static func remoteTensorRegions(_ data: Data) throws -> (regions: [RegionOfInterest], width: Int, height: Int)? {
+        var bytes = data[...]
+        func next() -> Int? { bytes.popFirst().map(Int.init) }
+        let manifests = detectorManifests
+        guard !manifests.isEmpty else { throw FuzzFinding("no detector manifest in Models/") }
+        guard let m = next(), let frameByte = next(), let countByte = next() else { return nil }
+        let (manifest, names) = manifests[m % manifests.count]
+        var ports: [ModelOutput] = []
+        for _ in 0..<(1 + countByte % 4) {
+            guard let name = next(), let rank = next() else { return nil }
+            var shape: [Int] = []
+            for _ in 0..<(1 + rank % 4) {
+                guard let d = next() else { return nil }
+                shape.append(dimensions[d % dimensions.count])
+            }
+            ports.append(ModelOutput(name: names[name % names.count], shape: shape))
+        }
+        // What the remote backend checks of the metadata before any decoder sees it.
+        let most = HTTPResponseReader.Limits().bodyBytes / 4
+        guard ports.allSatisfy({ TensorShape.elementCount($0.shape, atMost: most) != nil }) else { return nil }
+        var decoder: any DetectionDecoder
+        let bound: [Int]
+        do {
+            decoder = try manifest.makeDecoder()
+            bound = try decoder.bind(ports)
+        } catch is StageError {
+            return nil
+        } catch {
+            throw FuzzFinding("binding \(ports) threw \(type(of: error)), not a StageError: \(error)")
+        }
+        // Keep each run small (a fuzz-only cap; the seam's limit is checked above).
+        let counts = bound.map { TensorShape.elementCount(ports[$0].shape) ?? 0 }
+        guard counts.reduce(0, +) <= 1 << 18 else { return nil }
+        var values = stride(from: 0, to: bytes.count - 3, by: 4).map { i -> Float in
+            let b = bytes.dropFirst(i).prefix(4).map(UInt32.init)
+            return Float(bitPattern: b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24)
+        }
+        if values.isEmpty { values = [0, 1, -1, 0.5, 1e20, -1e20, .infinity, .nan, 100, -100] }
+        let tensors = counts.map { n in (0..<n).map { values[$0 % values.count] } }
+        let detections = withBuffers(tensors) { decoder.decode($0) }
+
+        let sizes = [(320, 240), (1, 1), (1280, 720), (17, 3)]
+        let (width, height) = sizes[frameByte % sizes.count]
+        let geometry = FrameGeometry(frameWidth: width, frameHeight: height, modelWidth: manifest.input.width,
+                                     modelHeight: manifest.input.height, mode: CropMode.allCases[(frameByte / 4) % CropMode.allCases.count])
+        let bounds = FrameBounds(width: width, height: height)
+        let regions = detections.map { bounds.clamp(RegionOfInterest(geometry.toFrame($0))) }
+        for r in regions {
+            let box = r.box
+            guard box.xMin >= 0, box.yMin >= 0, box.xMax <= Double(width), box.yMax <= Double(height) else {
+                throw FuzzFinding("a box outside the \(width)x\(height) frame: \(box)")
+            }
+            for p in r.keypoints where !(p.x >= -Double(width) && p.x <= 2 * Double(width) && p.y >= -Double(height) && p.y <= 2 * Double(height)) {
+                throw FuzzFinding("a keypoint outside the bounds of a \(width)x\(height) frame: \(p)")
+            }
+        }
+        return (regions, width, height)
+    }
+
+    /// `body` with each array as the buffer a decoder reads.
+    static func withBuffers<R>(_ arrays: [[Float]], _ body: ([UnsafeBufferPointer<Float>]) -> R) -> R {
+        func go(_ i: Int, _ done: [UnsafeBufferPointer<Float>]) -> R {
+            guard i < arrays.count else { return body(done) }
+            return arrays[i].withUnsafeBufferPointer { go(i + 1, done + [$0]) }
+        }
+        return go(0, [])
     }
 
     // MARK: helpers
