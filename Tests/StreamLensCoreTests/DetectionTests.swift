@@ -231,6 +231,21 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
         #expect(out[1] == Self.c) // alone: untouched
     }
 
+    /// A hostile answer scoring every cell (fuzzed: a remote CenterFace heatmap of 96x160 all at
+    /// 0.99 took seconds a frame): only the best `candidateLimit` candidates are grouped.
+    @Test func onlyTheBestCandidatesAreGrouped() {
+        let n = 3 * SuppressionOptions.candidateLimit / 2
+        // Apart from each other (no group forms), scores falling with the index.
+        let many = (0..<n).map { i in
+            Detection(box: Box(xMin: Double(i), yMin: 0, xMax: Double(i) + 0.5, yMax: 1), score: 1 - Double(i) / Double(n), keypoints: [], label: "face")
+        }
+        for method in SuppressionOptions.Method.allCases {
+            let out = suppress(many.reversed(), SuppressionOptions(method: method))
+            #expect(out.count == SuppressionOptions.candidateLimit, "\(method)")
+            #expect(out.first == many[0] && out.last == many[SuppressionOptions.candidateLimit - 1], "\(method)")
+        }
+    }
+
     @Test func weightedKeepsLoneDetectionsAndRespectsTheLimit() {
         #expect(suppress([Self.a], SuppressionOptions()) == [Self.a])
         #expect(suppress([Self.c, Self.a, Self.b], SuppressionOptions(maxDetections: 1)).count == 1)
