@@ -318,5 +318,5 @@ public final class DetectStage: Stage {
         return [text, settings, queue.summary ?? "", metadata?.summary ?? ""].filter { !$0.isEmpty }.joined(separator: ", ")
     }
 
-    public func streamEnded() { metadata?.finish() }
+    public func streamEnded() { notices += metadata?.finish() ?? [] }
 }

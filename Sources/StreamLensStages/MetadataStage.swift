@@ -84,7 +84,7 @@ public final class MetadataStage: Stage {
 
     public func streamEnded() {
         switch output {
-        case .file(let writer): writer.finish()
+        case .file(let writer): notices += writer.finish()
         case .broker(let publisher, _, let handOver):
             guard finalReport == nil else { return }
             handOver.finish()

@@ -122,16 +122,20 @@ final class MetadataWriter {
            writer.write(data) == .dropped(first: true) {
             notices.append(StageNotice(.warning, "metadata to \(writer.name) is not being read fast enough: records are dropped (\(OutputQueue.defaultCapacity) wait at most; the summary counts them), the video goes on"))
         }
-        if let failure = writer.takeFailure() {
-            notices.append(StageNotice(.warning, "cannot write metadata to \(writer.name) (\(failure)); detections are no longer written, the video goes on"))
-        }
+        if let failure = writer.takeFailure() { notices.append(failureNotice(failure)) }
         return notices
     }
 
-    /// End of stream: waits (at most 2 s without progress, 10 s in all) for the queued records.
-    func finish() {
-        guard let writer, final == nil else { return }
+    /// End of stream: waits (at most 2 s without progress, 10 s in all) for the queued
+    /// records; the notice of a write that failed meanwhile.
+    func finish() -> [StageNotice] {
+        guard let writer, final == nil else { return [] }
         final = writer.finish()
+        return writer.takeFailure().map { [failureNotice($0)] } ?? []
+    }
+
+    private func failureNotice(_ failure: String) -> StageNotice {
+        StageNotice(.warning, "cannot write metadata to \(writer?.name ?? "?") (\(failure)); detections are no longer written, the video goes on")
     }
     private var final: OutputQueue.Counts?
 
