@@ -317,6 +317,8 @@ final class StageWorker: @unchecked Sendable {
         guard !streamFinished else { return }
         streamFinished = true
         stage.streamEnded()
+        // What the stage's writers found while it ended (a write that failed on their thread).
+        postNotices()
         publishMetrics(force: true)
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }

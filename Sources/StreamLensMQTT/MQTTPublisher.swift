@@ -118,8 +118,8 @@ public final class MQTTPublisher: @unchecked Sendable {
     }
 
     /// End of stream: waits up to `timeout` seconds, while connected (or while the first
-    /// connection is being made), for what is queued and in flight, then disconnects. The
-    /// report counts what never made it.
+    /// connection is being made), for what is queued and in flight, then disconnects (at most
+    /// 2 s more). The report counts what never made it.
     public func finish(timeout: Double = 2) -> Report {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
         while DispatchTime.now().uptimeNanoseconds < deadline {
@@ -129,7 +129,16 @@ public final class MQTTPublisher: @unchecked Sendable {
             guard busy else { break }
             usleep(10_000)
         }
-        client.stop()
+        // Bounded too: a connection attempt stuck resolving the broker's name holds the stop.
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [self] in
+            // Keeps this publisher (the callbacks' user data) alive until the client has stopped.
+            client.stop()
+            stopped.signal()
+        }
+        if stopped.wait(timeout: .now() + 2) == .timedOut {
+            state.withLock { $0.report.lastError = $0.report.lastError ?? "the client did not stop within 2 s" }
+        }
         return state.withLock { s in
             s.report.unsentAtEnd += s.pendingCount
             if configuration.qos > 0 { s.report.notAcknowledged += s.inFlight } else { s.report.lostWithConnection += s.inFlight }

@@ -251,7 +251,7 @@ public final class DetectStage: Stage {
                                                             extra: String(format: "inference %.1f ms", inferenceTimes.last ?? 0)) : nil
             live.painter.paint(live.draw ? last : [], on: frame, corner: corner)
         }
-        if let metadata, let notice = metadata.write(last, frame: frame) { notices.append(notice) }
+        if let metadata { notices += metadata.write(last, frame: frame) }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
         latency.add(milliseconds: inStage)
         stageTimes.append(inStage)
@@ -315,6 +315,8 @@ public final class DetectStage: Stage {
                           inferenceTimes.count, found, what, stage.isEmpty ? 0 : stage[stage.count / 2],
                           stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
         let settings = model?.settings ?? ""
-        return [text, settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: ", ")
+        return [text, settings, queue.summary ?? "", metadata?.summary ?? ""].filter { !$0.isEmpty }.joined(separator: ", ")
     }
+
+    public func streamEnded() { notices += metadata?.finish() ?? [] }
 }

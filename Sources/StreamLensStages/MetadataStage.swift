@@ -34,7 +34,9 @@ public final class MetadataStage: Stage {
 
     private enum Output {
         case file(MetadataWriter)
-        case broker(MQTTPublisher, filter: String)
+        /// The publisher's calls go through `handOver`, as every writer's I/O goes through a
+        /// queue of its own: libmosquitto is never called on the frame's thread.
+        case broker(MQTTPublisher, filter: String, handOver: OutputQueue)
     }
     private let output: Output
     private let encoder = MetadataWriter.makeEncoder()
@@ -56,7 +58,7 @@ public final class MetadataStage: Stage {
                 guard c.location.tls else { throw StageError("property ca-file is for mqtts:// locations (TLS); \(location) is plain mqtt://") }
                 try InputFile.check(c.caFile, what: "ca-file")
             }
-            output = .broker(try MQTTPublisher(c), filter: settings.string("publish"))
+            output = .broker(try MQTTPublisher(c), filter: settings.string("publish"), handOver: OutputQueue(name: "streamlens.mqtt"))
         } else {
             output = .file(try MetadataWriter(location: location))
         }
@@ -66,24 +68,35 @@ public final class MetadataStage: Stage {
         let regions = frame.pixels.regionsOfInterest()
         switch output {
         case .file(let writer):
-            if let notice = writer.write(regions, frame: frame) { notices.append(notice) }
-        case .broker(let publisher, let filter):
+            notices += writer.write(regions, frame: frame)
+        case .broker(let publisher, let filter, let handOver):
             if filter == "regions" && regions.isEmpty { return .forward }
             if filter == "events" && frame.pixels.events().isEmpty { return .forward }
             guard let data = MetadataWriter.record(regions, frame: frame, encoder: encoder) else { return .forward }
             // Without the newline: one message is one record.
-            publisher.publish(data.dropLast())
+            let message = data.dropLast()
+            if handOver.submit({ _ in publisher.publish(message) }) == .dropped(first: true) {
+                notices.append(StageNotice(.warning, "MQTT messages to \(publisher.configuration.location.description) wait too long to be handed over: messages are dropped (the summary counts them), the video goes on"))
+            }
         }
         return .forward
     }
 
     public func streamEnded() {
-        guard case .broker(let publisher, _) = output, finalReport == nil else { return }
-        finalReport = publisher.finish(timeout: 2)
+        switch output {
+        case .file(let writer): notices += writer.finish()
+        case .broker(let publisher, _, let handOver):
+            guard finalReport == nil else { return }
+            handOver.finish()
+            finalReport = publisher.finish(timeout: 2)
+        }
     }
 
     public var summary: String? {
-        guard case .broker(let publisher, _) = output else { return nil }
+        guard case .broker(let publisher, _, let handOver) = output else {
+            if case .file(let writer) = output { return writer.summary }
+            return nil
+        }
         let r = finalReport ?? publisher.report
         var text = "\(publisher.configuration.location.description): \(r.sent) sent"
         if r.connections == 0 {
@@ -95,7 +108,9 @@ public final class MetadataStage: Stage {
             if r.lostWithConnection > 0 { why.append("\(r.lostWithConnection) lost with the connection (QoS 0)") }
             if r.unsentAtEnd > 0 { why.append("\(r.unsentAtEnd) still queued at the end, broker away") }
             if r.notAcknowledged > 0 { why.append("\(r.notAcknowledged) QoS 1 not acknowledged within 2 s") }
-            text += ", \(r.dropped) dropped" + (why.isEmpty ? "" : " (\(why.joined(separator: ", ")))")
+            let notHandedOver = handOver.counts.dropped + handOver.counts.leftAtEnd
+            if notHandedOver > 0 { why.append("\(notHandedOver) not handed over in time") }
+            text += ", \(r.dropped + notHandedOver) dropped" + (why.isEmpty ? "" : " (\(why.joined(separator: ", ")))")
             text += ", \(r.reconnects) reconnect\(r.reconnects == 1 ? "" : "s")"
         }
         return text
@@ -109,7 +124,7 @@ public final class MetadataStage: Stage {
     /// MQTT: messages sent, dropped by reason, reconnects, connected, queued (the summary's
     /// figures, as they are now).
     public var metrics: [Metric] {
-        guard case .broker(let publisher, _) = output else { return [] }
+        guard case .broker(let publisher, _, _) = output else { return [] }
         let r = finalReport ?? publisher.report
         let now = publisher.connection
         let dropped = "streamlens_mqtt_messages_dropped_total", help = "MQTT messages not delivered: queue_full (broker away, max-queued reached), connection_lost (QoS 0 in flight), unsent_at_end, not_acknowledged (QoS 1)"

@@ -7,7 +7,9 @@ import StreamLensCore
 ///
 /// The file is checked when the stage starts and created (truncated) at the first frame, so a
 /// run that fails to start leaves an existing file as it was; a write error (a full disk, a
-/// reader gone) stops the records with one warning, never the video.
+/// reader gone) stops the records with one warning, never the video. Records are written from the
+/// file's own queue (FileWriter): a reader that stalls costs records (dropped, counted, one
+/// warning), never frames.
 final class MetadataWriter {
     /// Version 1 had no `schema_version` key and only label, score, x, y, width, height and
     /// keypoints per detection; version 2 adds the frame's size, label_id, object_id and
@@ -22,10 +24,15 @@ final class MetadataWriter {
     private let encoder = MetadataWriter.makeEncoder()
 
     /// `location`: a path, or `-` for standard output. Throws a StageError naming the file
-    /// when it cannot be written.
+    /// when it cannot be written, or when it is a named pipe that nobody reads (opened now,
+    /// never blocking: writing into it could only wait).
     init(location: String) throws {
         if location == "-" {
             writer = FileWriter.standardOutput()
+            return
+        }
+        if FileWriter.isNamedPipe(location) {
+            writer = try FileWriter.create(location, what: "metadata file").get()
             return
         }
         let exists = FileManager.default.fileExists(atPath: location)
@@ -99,20 +106,48 @@ final class MetadataWriter {
         }
     }
 
-    /// The record for one frame; a notice when writing failed (then nothing more is written).
-    func write(_ regions: [RegionOfInterest], frame: Frame) -> StageNotice? {
+    /// Queues the record for one frame (never waits: the file's own queue writes it); notices
+    /// when records are dropped (the first time) or writing failed (then nothing more is written).
+    func write(_ regions: [RegionOfInterest], frame: Frame) -> [StageNotice] {
         if writer == nil, let path = pendingPath {
             pendingPath = nil
-            switch FileWriter.create(path) {
+            switch FileWriter.create(path, what: "metadata file") {
             case .success(let w): writer = w
-            case .failure(let error): return StageNotice(.warning, "\(error.message); detections are not written")
+            case .failure(let error): return [StageNotice(.warning, "\(error.message); detections are not written")]
             }
         }
+        guard let writer else { return [] }
+        var notices: [StageNotice] = []
+        if let data = Self.record(regions, frame: frame, encoder: encoder),
+           writer.write(data) == .dropped(first: true) {
+            notices.append(StageNotice(.warning, "metadata to \(writer.name) is not being read fast enough: records are dropped (\(OutputQueue.defaultCapacity) wait at most; the summary counts them), the video goes on"))
+        }
+        if let failure = writer.takeFailure() { notices.append(failureNotice(failure)) }
+        return notices
+    }
+
+    /// End of stream: waits (at most 2 s without progress, 10 s in all) for the queued
+    /// records; the notice of a write that failed meanwhile.
+    func finish() -> [StageNotice] {
+        guard let writer, final == nil else { return [] }
+        final = writer.finish()
+        return writer.takeFailure().map { [failureNotice($0)] } ?? []
+    }
+
+    private func failureNotice(_ failure: String) -> StageNotice {
+        StageNotice(.warning, "cannot write metadata to \(writer?.name ?? "?") (\(failure)); detections are no longer written, the video goes on")
+    }
+    private var final: OutputQueue.Counts?
+
+    /// Records dropped or left unwritten, with where they were going; nil when none was.
+    var summary: String? {
         guard let writer else { return nil }
-        guard let data = Self.record(regions, frame: frame, encoder: encoder) else { return nil }
-        if writer.write(data) { return nil }
-        self.writer = nil
-        return StageNotice(.warning, "cannot write metadata to \(writer.name) (\(writer.failure ?? "?")); detections are no longer written, the video goes on")
+        let c = final ?? writer.counts
+        guard c.dropped + c.leftAtEnd > 0 else { return nil }
+        var parts: [String] = []
+        if c.dropped > 0 { parts.append("\(c.dropped) dropped (not read fast enough)") }
+        if c.leftAtEnd > 0 { parts.append("\(c.leftAtEnd) still unwritten at the end (given up)") }
+        return "metadata to \(writer.name): \(c.written) records written, " + parts.joined(separator: ", ")
     }
 
     /// A JSON encoder as the records need it (sorted keys, slashes as they are).

@@ -296,7 +296,7 @@ public final class SnapshotStage: Stage {
         ended = true
         // Every snapshot promised is on disk when the run ends (bounded: a disk that hangs
         // does not hold the end of the run for ever; the summary says so).
-        unfinished = !writer.finish(timeout: 10)
+        unfinished = !writer.finish()
     }
 
     public var readings: [String: String] { ["snapshots": String(writer.snapshot.written)] }
@@ -309,7 +309,7 @@ public final class SnapshotStage: Stage {
                           c.written, Double(c.bytes) / 1e6, suppressed, c.skippedBusy, c.deleted)
         if c.tooBig > 0 { text += ", \(c.tooBig) larger than max-folder-bytes on their own (not written)" }
         if c.failed > 0 { text += ", \(c.failed) failed" }
-        if unfinished && c.pending > 0 { text += ", \(c.pending) still being written at the end (10 s)" }
+        if unfinished && c.leftAtEnd > 0 { text += ", \(c.leftAtEnd) still being written at the end (given up)" }
         return text
     }
 }

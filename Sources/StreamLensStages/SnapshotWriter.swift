@@ -45,8 +45,8 @@ struct SnapshotRecord: Encodable, Sendable {
     }
 }
 
-/// Encodes and writes lenssnapshot's pictures on a serial queue of its own: the stage hands over
-/// a copy of the pixels and goes on, never waiting. A live stream's snapshots wait at most
+/// Encodes and writes lenssnapshot's pictures from an `OutputQueue` of its own: the stage hands
+/// over a copy of the pixels and goes on, never waiting. A live stream's snapshots wait at most
 /// `maxPending` at a time; beyond that one is skipped and counted (a disk slower than the
 /// triggers loses snapshots, never frames). A file's (a lossless run: its frames have no age on
 /// arrival) may wait up to `maxPendingBytes` of pixels, so that a run over a file writes the same
@@ -65,7 +65,7 @@ final class SnapshotWriter: Sendable {
     }
 
     struct Counts: Sendable {
-        var written = 0, bytes = 0, deleted = 0, skippedBusy = 0, failed = 0, tooBig = 0, pending = 0, pendingBytes = 0
+        var written = 0, bytes = 0, deleted = 0, skippedBusy = 0, failed = 0, tooBig = 0, pending = 0, leftAtEnd = 0
     }
 
     static let maxPending = 4
@@ -74,8 +74,7 @@ final class SnapshotWriter: Sendable {
     let maxFolderBytes: Int
     let pattern: String
 
-    private let queue = DispatchQueue(label: "streamlens.snapshot")
-    private let group = DispatchGroup()
+    private let queue = OutputQueue(name: "streamlens.snapshot", capacity: SnapshotWriter.maxPending)
     private let counts = Mutex(Counts())
     private let notices = Mutex<[StageNotice]>([])
 
@@ -83,8 +82,8 @@ final class SnapshotWriter: Sendable {
     private struct Pair: Sendable {
         var image: String, json: String, bytes: Int, order: Double
     }
-    /// The folders written into and their pairs, oldest first. Touched only on `queue` (the
-    /// mutex is never contended: it makes the confinement checkable).
+    /// The folders written into and their pairs, oldest first. Touched only on the queue's
+    /// thread (the mutex is never contended: it makes the confinement checkable).
     private let folders = Mutex<[String: [Pair]]>([:])
 
     init(quality: Int, maxFolderBytes: Int, pattern: String) {
@@ -93,7 +92,14 @@ final class SnapshotWriter: Sendable {
         self.pattern = pattern
     }
 
-    var snapshot: Counts { counts.withLock { $0 } }
+    var snapshot: Counts {
+        let q = queue.counts
+        return counts.withLock { c in
+            var c = c
+            c.skippedBusy = q.dropped; c.pending = q.pending; c.leftAtEnd = q.leftAtEnd
+            return c
+        }
+    }
 
     /// A file's snapshots may wait up to this many bytes of pixels in all (see the type's comment).
     static let maxPendingBytes = 256 << 20
@@ -104,24 +110,13 @@ final class SnapshotWriter: Sendable {
     /// happen, 3 runs in 60 on a busy core.
     @discardableResult
     func submit(_ job: Job, live: Bool) -> Bool {
-        let size = job.pixels.count
-        let accepted = counts.withLock { c -> Bool in
-            let room = live ? c.pending < Self.maxPending : (c.pending < Self.maxPending || c.pendingBytes + size <= Self.maxPendingBytes)
-            guard room else { c.skippedBusy += 1; return false }
-            c.pending += 1; c.pendingBytes += size
-            return true
-        }
-        guard accepted else { return false }
-        queue.async(group: group) { [self] in
-            store(job)
-            counts.withLock { $0.pending -= 1; $0.pendingBytes -= size }
-        }
-        return true
+        queue.submit(bytes: job.pixels.count, overflowBytes: live ? 0 : Self.maxPendingBytes) { [self] _ in store(job) } == .queued
     }
 
-    /// Waits (at most `timeout` seconds) for the snapshots still being written; true when none is left.
-    func finish(timeout: Double) -> Bool {
-        group.wait(timeout: .now() + timeout) == .success
+    /// Waits for the snapshots still being written (at most 2 s without one written, 10 s in
+    /// all); true when none is left.
+    func finish() -> Bool {
+        queue.finish().leftAtEnd == 0
     }
 
     func takeNotices() -> [StageNotice] {

@@ -32,6 +32,7 @@ import Testing
         let frame = [UInt8](repeating: 1, count: Self.w * Self.h * 3)
         _ = driver.push(frame, regions: [Self.region])
         _ = driver.push(frame)
+        _ = driver.finish()   // the records are written from the writer's own queue: all there at the end
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines[0] == #"{"detections":[{"attributes":{"colour":"red"},"height":20,"keypoints":[[20,20]],"label":"car","label_id":2,"object_id":7,"score":0.5,"width":30,"x":10,"y":12}],"frame":0,"height":48,"schema_version":3,"time":0,"width":64}"#, "\(lines[0])")
@@ -50,6 +51,7 @@ import Testing
         var predicted = Self.region
         predicted.estimate = .predicted
         _ = driver.push([UInt8](repeating: 1, count: Self.w * Self.h * 3), regions: [predicted], records: carrier.records)
+        _ = driver.finish()
         let line = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? ""
         #expect(line.contains(#""estimate":"predicted""#), "\(line)")
         #expect(line.contains(#""events":[{"direction":"in","label":"car","object_id":7,"time":0,"type":"crossed","zone":"door"}]"#), "\(line)")
