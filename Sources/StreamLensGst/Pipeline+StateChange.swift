@@ -76,7 +76,7 @@ extension Pipeline {
             let cancel = cancelled()
             guard cancel || overdue() else { continue }
             // Said before the change is left: the pipeline is not read after that.
-            let stuck = stuckElements()
+            let stuck = stuckElements(starting: state != GST_STATE_NULL)
             guard change.abandon() else { continue }
             leftBehind = stuck
             return cancel ? .cancelled : .overdue
@@ -84,10 +84,11 @@ extension Pipeline {
     }
 
     /// What a state change that does not return is waiting for, as "uridecodebin0/source
-    /// (file:///srv/cam.fifo)": the inputs not open yet (source elements not yet PAUSED, with
-    /// the file or URI each reads), else the innermost elements still in a change (a sink still
-    /// changing waits for its first buffer, from upstream: left out).
-    func stuckElements() -> String {
+    /// (file:///srv/cam.fifo)": when `starting`, the inputs not open yet (source elements not yet
+    /// PAUSED, with the file or URI each reads); else, or if there are none, the innermost
+    /// elements still in a change (a sink still changing waits for its first buffer, from
+    /// upstream: left out).
+    func stuckElements(starting: Bool) -> String {
         func object(_ e: UnsafeMutablePointer<GstElement>) -> UnsafeMutablePointer<GstObject> {
             UnsafeMutableRawPointer(e).assumingMemoryBound(to: GstObject.self)
         }
@@ -109,7 +110,7 @@ extension Pipeline {
             return (e, current, r == GST_STATE_CHANGE_ASYNC && pending != GST_STATE_VOID_PENDING)
         }
         let unopened = states.filter { flag($0.element, GST_ELEMENT_FLAG_SOURCE) && $0.current.rawValue < GST_STATE_PAUSED.rawValue && input($0.element) != nil }
-        if !unopened.isEmpty { return unopened.map { named($0.element) }.joined(separator: ", ") }
+        if starting, !unopened.isEmpty { return unopened.map { named($0.element) }.joined(separator: ", ") }
         states.removeAll { !$0.changing || flag($0.element, GST_ELEMENT_FLAG_SINK) }
         // A bin is changing while one of its children is: name the children.
         let innermost = states.map(\.element).filter { element in
