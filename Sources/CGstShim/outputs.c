@@ -29,6 +29,7 @@ typedef struct {
     int slot;           // in sl_pending_*, or -1
     int state;          // SL_OUTPUT_* (atomic: set on the streaming thread, read by the host)
     int ended;          // end-of-stream reached the sink (atomic)
+    int abandoned;      // the host left the pipeline behind: write and move nothing (atomic)
 } SLOutputFile;
 
 static int sl_pending_add(const char *path) {
@@ -75,6 +76,9 @@ static GstPadProbeReturn sl_output_first_data(GstPad *pad, GstPadProbeInfo *info
     (void)pad;
     (void)info;
     SLOutputFile *file = data;
+    // Stays installed and drops every buffer: a source that opens after all must not write or
+    // rename a file the host has already dealt with.
+    if (__atomic_load_n(&file->abandoned, __ATOMIC_ACQUIRE)) return GST_PAD_PROBE_DROP;
     if (file->replace_at_end) {
         __atomic_store_n(&file->state, SL_OUTPUT_WRITING, __ATOMIC_RELEASE);
     } else {
@@ -129,4 +133,9 @@ int sl_output_file_replace(GstElement *filesink) {
 
 void sl_output_file_release(GstElement *filesink) {
     g_object_set_data(G_OBJECT(filesink), SL_OUTPUT, NULL);
+}
+
+void sl_output_file_abandon(GstElement *filesink) {
+    SLOutputFile *file = g_object_get_data(G_OBJECT(filesink), SL_OUTPUT);
+    if (file) __atomic_store_n(&file->abandoned, 1, __ATOMIC_RELEASE);
 }

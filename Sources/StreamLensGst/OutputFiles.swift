@@ -98,11 +98,14 @@ final class OutputFiles {
     /// After the pipeline stopped: existing targets replaced by the outputs that were finished,
     /// temporary files no data reached removed; what went wrong, for the user. `failures` are
     /// the problems that leave the output elsewhere than the user asked (exit non-zero);
-    /// `notes` the ones where the earlier file was kept.
+    /// `notes` the ones where the earlier file was kept. `pipelineStopped` false: the pipeline
+    /// was left to a stuck state change (Pipeline+StateChange) and may yet move: its filesinks
+    /// are told to write and move nothing more, and keep their records.
     @discardableResult
-    func finish(finished runFinished: Bool = true) -> (failures: [String], notes: [String]) {
+    func finish(finished runFinished: Bool = true, pipelineStopped: Bool = true) -> (failures: [String], notes: [String]) {
         var failures: [String] = [], notes: [String] = []
         for file in files {
+            if !pipelineStopped { sl_output_file_abandon(file.element) }
             let name = objectName(file.element)
             let state = sl_output_file_state(file.element)
             let failed = failedElements.contains(UnsafeMutableRawPointer(file.element))
@@ -124,7 +127,7 @@ final class OutputFiles {
             default:
                 failures.append("\(name): could not move \(file.temporary) onto \(file.target): \(String(cString: strerror(-state))); the output is in \(file.temporary)")
             }
-            sl_output_file_release(file.element)
+            if pipelineStopped { sl_output_file_release(file.element) }
             gst_object_unref(file.element)
         }
         files.removeAll()

@@ -30,22 +30,44 @@ extension Pipeline {
     }
 
     /// Sets the pipeline to PLAYING; a failed state change is the run's failure (its first error
-    /// logged, the pipeline stopped), else nil.
-    func startPlaying(_ bus: UnsafeMutablePointer<GstBus>) -> Outcome? {
-        guard gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE else { return nil }
-        let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
-        stop()
-        return .failed(message)
+    /// logged, the pipeline stopped), else nil. The change itself (where elements open their
+    /// inputs) has the start timeout too, and an interrupt or `requestEnd` ends the wait at once:
+    /// an element stuck opening its input (a FIFO nobody writes, an unresponsive mount) leaves
+    /// the pipeline behind (Pipeline+StateChange), and the run fails (aborted when interrupted:
+    /// nothing was written, nothing is to finalize).
+    func startPlaying(_ bus: UnsafeMutablePointer<GstBus>, _ options: Options, started: Date) -> Outcome? {
+        let end = changeState(to: GST_STATE_PLAYING,
+                              cancelled: { Self.interruptsSeen > 0 || endRequested.load(ordering: .relaxed) },
+                              overdue: { startDeadlinePassed(since: started, timeout: options.startTimeout) })
+        switch end {
+        case .returned(let result):
+            guard result == GST_STATE_CHANGE_FAILURE else { return nil }
+            let message = drainError(bus) ?? "the pipeline could not start (state change failed)"
+            stop()
+            return .failed(message)
+        case .overdue:
+            let message = "the pipeline did not reach PLAYING within \(Int(options.startTimeout)) s: \(leftBehind ?? "?") still opening its input (a FIFO nobody writes? an unresponsive network mount?); it is left behind"
+            log("error: \(message)")
+            return .failed(message)
+        case .cancelled:
+            log((Self.interruptsSeen > 0 ? "interrupt" : "ending") + ": the pipeline had not started (\(leftBehind ?? "?") still opening its input); nothing to finalize")
+            return .aborted
+        }
+    }
+
+    /// Whether the start timeout has passed since `started`. A stage setting up on its first
+    /// format (a model compiling) is busy, not stuck: that time is not counted (the last set-up's
+    /// end restarts the count; any stage of the process).
+    func startDeadlinePassed(since started: Date, timeout: Double) -> Bool {
+        guard StageWorker.formatSetups.load(ordering: .relaxed) == 0 else { return false }
+        let sinceSetup = Double(DispatchTime.now().uptimeNanoseconds &- StageWorker.lastFormatSetupEnd.load(ordering: .relaxed)) / 1e9
+        return min(Date().timeIntervalSince(started), sinceSetup) > timeout
     }
 
     /// PLAYING not reached within the start timeout: the run fails, saying where it is stuck.
     /// With a watchdog, a source that does not come is its business (retries, then an error).
-    /// A stage setting up on its first format (a model compiling) is busy, not stuck: that time
-    /// is not counted (the last set-up's end restarts the count; any stage of the process).
     func startOverdue(_ run: RunState) -> Outcome? {
-        guard !run.playing, run.watchdogs.isEmpty, StageWorker.formatSetups.load(ordering: .relaxed) == 0 else { return nil }
-        let sinceSetup = Double(DispatchTime.now().uptimeNanoseconds &- StageWorker.lastFormatSetupEnd.load(ordering: .relaxed)) / 1e9
-        guard min(Date().timeIntervalSince(run.started), sinceSetup) > run.options.startTimeout else { return nil }
+        guard !run.playing, run.watchdogs.isEmpty, startDeadlinePassed(since: run.started, timeout: run.options.startTimeout) else { return nil }
         var state = GST_STATE_NULL, pending = GST_STATE_NULL
         gst_element_get_state(pipeline, &state, &pending, 0)
         let name = gst_element_state_get_name(state).map { String(cString: $0) } ?? "?"
@@ -71,9 +93,10 @@ extension Pipeline {
     }
 
     /// An ISO-BMFF file (an `ftyp` box first) whose top-level boxes hold no `moov`: the index a
-    /// muxer writes at the end, missing when a recording was cut off.
+    /// muxer writes at the end, missing when a recording was cut off. Regular files only: opening
+    /// a FIFO would wait for its writer.
     static func isMP4WithoutIndex(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        guard InputFile.notAFile(path) == nil, let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
         let size = (try? handle.seekToEnd()) ?? 0
         var offset: UInt64 = 0

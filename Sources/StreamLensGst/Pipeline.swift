@@ -69,6 +69,10 @@ public final class Pipeline {
     /// Called on the run's thread when the run is over, before the pipeline goes down: the
     /// stages still hold their figures (their metrics leave the registry with them).
     public var onStopping: (() -> Void)?
+    /// What a state change that never returned was waiting for (its elements, and the file or
+    /// URI each opens), when the run stopped waiting for it; nil while the pipeline is ours. A
+    /// pipeline left behind is its state change's thread's (Pipeline+StateChange), not touched here again.
+    public internal(set) var leftBehind: String?
 
     /// Parses a gst-launch description; throws a spec error naming the problem.
     public init(description: String) throws {
@@ -117,7 +121,7 @@ public final class Pipeline {
     }
 
     deinit {
-        gst_element_set_state(pipeline, GST_STATE_NULL)
+        if leftBehind == nil { gst_element_set_state(pipeline, GST_STATE_NULL) }
         gst_object_unref(pipeline)
     }
 
@@ -191,17 +195,18 @@ public final class Pipeline {
         outputFiles = outputs
         var outputsDone = false
         defer {
-            if !outputsDone { for note in outputs.finish(finished: false).notes { log("warning: \(note)") } }
+            if !outputsDone { for note in outputs.finish(finished: false, pipelineStopped: leftBehind == nil).notes { log("warning: \(note)") } }
             outputFiles = nil
         }
-        if let failed = startPlaying(bus) { return failed }
+        let started = Date()
+        if let failed = startPlaying(bus, options, started: started) { return failed }
         var state = RunState(options: options, bus: bus, watchdogs: watchdogs, firstStage: firstStage, stageCount: stageCount,
-                             progress: progress, keys: keys, started: Date())
+                             progress: progress, keys: keys, started: started)
         var outcome = busLoop(&state)
         progress.clear()
         onStopping?()
-        stop()
-        let (failures, notes) = outputs.finish(finished: outcome != .aborted)
+        let stopped = stop()
+        let (failures, notes) = outputs.finish(finished: outcome != .aborted, pipelineStopped: stopped)
         outputsDone = true
         for note in notes { log("warning: \(note)") }
         for failure in failures { log("error: \(failure)") }
@@ -239,12 +244,17 @@ public final class Pipeline {
         if ((k == "caps" || k == "interval") && options.verbose) || ((k == "stats" || k == "notice") && !options.quiet) { log(t) }
     }
 
-    /// Sets the pipeline to NULL and waits for it (workers are joined on the way down).
-    func stop() {
+    /// Sets the pipeline to NULL and waits for it (workers are joined on the way down), at most
+    /// `stopDeadline` seconds: past it the pipeline is left behind (said in the log) and false is
+    /// returned.
+    @discardableResult
+    func stop() -> Bool {
         // Locked elements (a watchdog's source part) follow the pipeline down too.
         for stage in stages where StageElements.descriptor(of: stage)?.restartsUpstream == true { sl_stage_lock_upstream(stage, 0) }
-        gst_element_set_state(pipeline, GST_STATE_NULL)
-        gst_element_get_state(pipeline, nil, nil, GstClockTime.max)
+        let started = Date()
+        guard case .overdue = changeState(to: GST_STATE_NULL, overdue: { Date().timeIntervalSince(started) > Self.stopDeadline }) else { return true }
+        log("warning: the pipeline did not stop within \(Int(Self.stopDeadline)) s (still stopping: \(leftBehind ?? "?")); it is left behind")
+        return false
     }
 }
 

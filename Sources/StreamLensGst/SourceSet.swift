@@ -135,7 +135,8 @@ public final class SourceSet: @unchecked Sendable {
     }
 
     /// Builds and starts a source; returns once it plays (nil) or failed to start (the error,
-    /// and the source is not kept). Refused at once: a bad or taken name, a bad URI, a
+    /// and the source is not kept, unless its pipeline was left behind stuck opening its input:
+    /// listed as failed until removed). Refused at once: a bad or taken name, a bad URI, a
     /// template that does not parse with this URI.
     public func add(name: String, uri: String) -> String? {
         guard Self.isValidName(name) else { return "source name '\(name)' must be 1–64 letters, digits, '-' or '_'" }
@@ -164,7 +165,7 @@ public final class SourceSet: @unchecked Sendable {
         }
         if start(source) { return nil }
         let error: String? = withLock {
-            sources.removeAll { $0 === source }
+            if source.pipeline.leftBehind == nil { sources.removeAll { $0 === source } }
             return source.error
         }
         return "\(name): \(error ?? "did not start")"
@@ -207,7 +208,10 @@ public final class SourceSet: @unchecked Sendable {
             switch outcome {
             case .finished: source.state = .ended
             case .failed(let text): source.state = .failed; source.error = text
-            case .aborted: source.state = .failed; source.error = source.error ?? "ended without its end of stream"
+            case .aborted:
+                source.state = .failed
+                source.error = source.pipeline.leftBehind.map { "ended while starting (\($0) still opening its input)" }
+                    ?? source.error ?? "ended without its end of stream"
             }
             lock.unlock()
             playing.signal()
@@ -226,7 +230,8 @@ public final class SourceSet: @unchecked Sendable {
     }
 
     /// Ends a source (end of stream: its outputs are finalized) and forgets it; returns once it
-    /// has ended, or the reason it cannot.
+    /// has ended, or the reason it cannot. A source still starting stops waiting for its start
+    /// at once (a pipeline stuck opening its input is left behind).
     public func remove(name: String) -> String? {
         lock.lock()
         guard let source = sources.first(where: { $0.name == name }) else {

@@ -162,6 +162,25 @@ import Testing
         #expect(summary.map { (10...10 + 2 * 4 + 1).contains($0.framesIn) } == true, "\(counted.stderr)")
     }
 
+    /// A filesrc on a FIFO nobody writes blocks its start for as long as no writer comes (opening
+    /// a FIFO waits for one): Ctrl-C ends the run at once, 130, nothing to finalize, and the
+    /// output's temporary file goes (docs/bad-inputs.md row P12).
+    @Test func interruptWhileStuckOpeningAFIFOEndsAtOnce() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("in.fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let socket = dir.appendingPathComponent("ctl.sock").path
+        let run = try Background.streamlens(["run", "--control", socket,
+            "filesrc location=\(fifo) ! decodebin ! videoconvert ! x264enc ! mp4mux ! filesink location=\(dir.path)/out.mp4"])
+        // The control socket is made after the interrupt handlers and just before the start.
+        try #require(ServeTests.waitForSocket(socket, run), "\(run.stderr)")
+        let r = run.stop(signal: SIGINT, timeout: 10)
+        #expect(!r.timedOut && r.status == 130, "\(r.stderr)")
+        #expect(r.stderr.contains("interrupt: the pipeline had not started"), "\(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["in.fifo"])
+    }
+
     @Test func secondInterruptAborts() throws {
         // End-of-stream has to wait 3 s behind the slow stage; the second Ctrl-C must not.
         let run = try Background.streamlens(["run", "-v", "videotestsrc is-live=true ! lenspass delay=3000 ! fakesink"])

@@ -7,21 +7,27 @@ import Testing
 /// Ports 18630…18639.
 @Suite(.serialized) struct ServeTests {
     /// One line sent to the control socket, the reply line back — by Python's socket module, as
-    /// a user's script would.
+    /// a user's script would. Nothing (an empty reply) when none came within `timeout`.
     static func ask(_ socket: String, _ line: String, timeout: Double = 60) throws -> String {
-        let script = """
-            import socket, sys
-            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\\n")
-            s.settimeout(float(sys.argv[3])); buf = b""
-            while not buf.endswith(b"\\n"):
-                d = s.recv(65536)
-                if not d: break
-                buf += d
-            print(buf.decode(), end="")
-            """
-        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", script, socket, line, "\(timeout)"], timeout: timeout + 10)
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", askScript, socket, line, "\(timeout)"], timeout: timeout + 10)
         return r.stdout.trimmingCharacters(in: .newlines)
     }
+
+    /// `ask` as a process left running: its reply is its stdout once it exits.
+    static func askInBackground(_ socket: String, _ line: String, timeout: Double = 60) throws -> Background {
+        try Background(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", askScript, socket, line, "\(timeout)"])
+    }
+
+    static let askScript = """
+        import socket, sys
+        s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\\n")
+        s.settimeout(float(sys.argv[3])); buf = b""
+        while not buf.endswith(b"\\n"):
+            d = s.recv(65536)
+            if not d: break
+            buf += d
+        print(buf.decode(), end="")
+        """
 
     struct Source: Decodable {
         var name: String
@@ -252,6 +258,38 @@ import Testing
         let end = serve.stop(signal: SIGTERM, timeout: 60)
         #expect(end.status == 0 && !end.timedOut, "\(end.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("two.mp4").path))
+    }
+
+    /// A source stuck opening its input (a FIFO nobody writes: opening it waits for a writer,
+    /// as a file on an unresponsive network mount does) holds nothing up: `remove` answers while
+    /// it is starting; added again, its start fails at the start timeout (20 s) and it is listed
+    /// as failed until removed; SIGTERM then ends serve, and the healthy source's MP4 is
+    /// finalized with its frames, no temporary file left (docs/bad-inputs.md row P11).
+    @Test func aSourceStuckOpeningItsInputHoldsNothingUp() throws {
+        let (dir, _, socket, serve) = try Self.startFileServe(["good"])
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try #require(Self.waitForSources(socket) { ($0["good"]?.frames ?? 0) >= 30 }, "\(serve.stderr)")
+        let fifo = dir.appendingPathComponent("cam.fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+
+        let add = try Self.askInBackground(socket, "add cam file://\(fifo)")
+        try #require(Self.waitForSources(socket, timeout: 30) { $0["cam"]?.state == "starting" }, "\(serve.stderr)")
+        #expect(try Self.ask(socket, "remove cam", timeout: 10) == "ok", "\(serve.stderr)")
+        try #require(add.waitForExit(timeout: 10), "add got no answer once cam was removed: \(serve.stderr)")
+        #expect(add.stdout.hasPrefix("error: cam: ended while starting") && add.stdout.contains("cam.fifo"), "\(add.stdout)")
+        #expect(try Self.sources(socket).keys.sorted() == ["good"])
+
+        // Nobody removes it: the start timeout fails it, named, and it stays listed.
+        let again = try Self.ask(socket, "add cam file://\(fifo)", timeout: 120)
+        #expect(again.hasPrefix("error: cam: the pipeline did not reach PLAYING within 20 s") && again.contains("cam.fifo"), "\(again)")
+        let listed = try Self.sources(socket)
+        #expect(listed["cam"]?.state == "failed" && listed["good"] != nil, "\(listed)")
+
+        let end = serve.stop(signal: SIGTERM, timeout: 60)
+        #expect(!end.timedOut && end.status == 0, "\(end.stderr)")
+        let frames = countFrames(dir.appendingPathComponent("good.mp4").path) ?? 0
+        #expect(frames >= 30, "good.mp4: \(frames) frames\n\(end.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".partial") }.isEmpty)
     }
     // Bad command lines of `serve`: docs/bad-inputs.md rows 122–129 (BadInputTests).
 }

@@ -28,6 +28,10 @@ gboolean sl_output_file_ended(GstElement *filesink);
 int sl_output_file_replace(GstElement *filesink);
 // Forgets the filesink's record (its temporary name no longer pending).
 void sl_output_file_release(GstElement *filesink);
+// For a pipeline left to a stuck state change (the host no longer waits for it): from now on the
+// filesink's probes move nothing and let no buffer through. The record stays with the element
+// (the probes borrow it), instead of sl_output_file_release.
+void sl_output_file_abandon(GstElement *filesink);
 // Removes every temporary file not moved yet. Async-signal-safe: for an interrupt's handler
 // that ends the process at once.
 void sl_output_files_remove_pending(void);
