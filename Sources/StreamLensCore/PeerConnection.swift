@@ -23,7 +23,7 @@ public struct PeerDeadlines: Sendable, Equatable {
 ///
 /// Owns its socket: closed when the connection is released.
 public final class PeerConnection {
-    /// Why a wait ended without bytes.
+    /// What a read brought: bytes, or why none.
     public enum Received: Equatable {
         case bytes(Int)
         /// The peer closed (or reset) its side.
@@ -65,7 +65,7 @@ public final class PeerConnection {
             case .idle: return .idle
             case .overtime: return .overtime
             case .closed: return .closed
-            case .bytes:
+            case .ready:
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if n > 0 { return .bytes(n) }
                 if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
@@ -83,7 +83,7 @@ public final class PeerConnection {
             let w = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if w > 0 { sent += w; continue }
             guard w < 0, errno == EINTR || errno == EAGAIN else { return false }
-            guard case .bytes = wait(for: Int16(POLLOUT)) else { return false }
+            guard wait(for: Int16(POLLOUT)) == .ready else { return false }
         }
         return true
     }
@@ -102,8 +102,10 @@ public final class PeerConnection {
         }
     }
 
-    /// poll() until `events`, the peer's hang-up, or the nearer deadline. `.bytes(0)` when ready.
-    private func wait(for events: Int16) -> Received {
+    private enum Readiness { case ready, closed, idle, overtime }
+
+    /// poll() until `events`, the peer's hang-up, or the nearer deadline.
+    private func wait(for events: Int16) -> Readiness {
         var end = ContinuousClock.now + deadlines.idle
         var byExchange = false
         if let exchangeEnd, exchangeEnd < end { end = exchangeEnd; byExchange = true }
@@ -119,7 +121,7 @@ public final class PeerConnection {
                 return .closed
             }
             if r == 0 { continue } // the loop's top says the deadline passed
-            if p.revents & events != 0 { return .bytes(0) }
+            if p.revents & events != 0 { return .ready }
             return .closed // POLLHUP, POLLERR, POLLNVAL without the event
         }
     }
