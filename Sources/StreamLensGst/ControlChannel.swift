@@ -45,7 +45,10 @@ public struct ControlAccess: Sendable, Equatable {
 /// `SourceSet`.
 ///
 /// The socket is this user's alone (mode 0600, the peer's uid checked with SO_PEERCRED), or a
-/// chosen group's too; at most `maxClients` at once, lines of at most `maxLine` bytes.
+/// chosen group's too; at most `maxClients` at once, lines of at most `maxLine` bytes, and each
+/// client under `deadlines` (`PeerConnection`): closed with a line saying so when it sends nothing
+/// for 10 s, or takes more than 10 s over one command line or its reply — so idle clients cannot
+/// hold every slot for good.
 ///
 /// @unchecked Sendable: `listener` is written before the accept thread starts and closed once
 /// by `stop()`; `clients` is atomic; the handler is Sendable.
@@ -56,10 +59,14 @@ final class ControlChannel: @unchecked Sendable {
     private var listener: Int32 = -1
     private var socketPath: String?
     private let clients = Atomic<Int>(0)
+    private let refusals = PeerRefusals(limit: ControlChannel.maxClients)
     /// The group's id when `access.group` is set.
     private var groupID: gid_t?
     static let maxClients = 8
     static let maxLine = 4096
+    static let deadlines = PeerDeadlines(idle: .seconds(10), exchange: .seconds(10))
+    /// Connections the kernel holds until accepted (each then answered, if only with "too many").
+    static let backlog: Int32 = 32
 
     /// A channel whose lines `handler` answers (one reply line each).
     init(echo: Bool, access: ControlAccess = ControlAccess(), handler: @escaping @Sendable (String) -> String) {
@@ -103,14 +110,13 @@ final class ControlChannel: @unchecked Sendable {
                     }
                     _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                     if clients.add(1, ordering: .relaxed).newValue > Self.maxClients {
-                        Self.send(client, "error: too many control clients at once (at most \(Self.maxClients))")
                         clients.subtract(1, ordering: .relaxed)
-                        close(client)
+                        refusals.refuse(client, answer: Array("error: too many control clients at once (at most \(Self.maxClients)); one idle for \(Self.deadlines.idle.components.seconds) s is closed\n".utf8), drainingAtMost: Self.maxLine)
                         continue
                     }
                     Thread.detachNewThread { [self] in
                         defer { clients.subtract(1, ordering: .relaxed) }
-                        serve(client)
+                        serve(PeerConnection(fd: client, deadlines: Self.deadlines))
                     }
                 }
             }
@@ -125,21 +131,6 @@ final class ControlChannel: @unchecked Sendable {
         }
         if let socketPath { unlink(socketPath) }
         socketPath = nil
-    }
-
-    /// Writes one reply line; false when the client is gone (MSG_NOSIGNAL: a client that hung up
-    /// makes the write fail, it does not end the process with SIGPIPE).
-    @discardableResult
-    private static func send(_ client: Int32, _ line: String) -> Bool {
-        let bytes = Array((line + "\n").utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let w = bytes[sent...].withUnsafeBytes { Glibc.send(client, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
-            if w < 0 && errno == EINTR { continue }
-            if w <= 0 { return false }
-            sent += w
-        }
-        return true
     }
 
     /// Whether the peer of `client` may use the channel: this user (SO_PEERCRED), or with
@@ -158,35 +149,48 @@ final class ControlChannel: @unchecked Sendable {
         return groups.prefix(Int(count)).contains(groupID)
     }
 
-    /// One client: a reply line for every command line, until it hangs up.
-    private func serve(_ client: Int32) {
-        defer { close(client) }
-        guard allowed(client) else {
-            Self.send(client, "error: not allowed: the control socket takes commands from its owner only" + (access.group.map { " and group \($0)" } ?? ""))
+    /// One client: a reply line for every command line, until it hangs up or a deadline passes.
+    /// An exchange is a command line's bytes and then its reply's; our own work on the command
+    /// (a serve source's `add` waits for it to play) is not the client's time.
+    private func serve(_ peer: PeerConnection) {
+        guard allowed(peer.fd) else {
+            peer.send("error: not allowed: the control socket takes commands from its owner only" + (access.group.map { " and group \($0)" } ?? "") + "\n")
             return
         }
-        var pending = Data()
+        var pending = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = read(client, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            pending.append(contentsOf: chunk[0..<n])
+            switch peer.receive(into: &chunk) {
+            case .bytes(let n):
+                if !peer.inExchange { peer.startExchange() }
+                pending += chunk[0..<n]
+            case .closed:
+                return
+            case .idle:
+                peer.send("closing: idle for \(Self.deadlines.idle.components.seconds) s\n")
+                return
+            case .overtime:
+                peer.send("closing: a command line not finished within \(Self.deadlines.exchange.components.seconds) s\n")
+                return
+            }
             while let newline = pending.firstIndex(of: 0x0A) {
-                guard newline - pending.startIndex <= Self.maxLine else {
-                    Self.send(client, "error: a command line longer than \(Self.maxLine) bytes")
+                guard newline <= Self.maxLine else {
+                    peer.send("error: a command line longer than \(Self.maxLine) bytes\n")
                     return
                 }
-                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                pending.removeSubrange(pending.startIndex...newline)
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
                 let reply = execute(line)
                 if echo || reply.hasPrefix("error") {
                     writeStderr("control: \(reply.hasPrefix("error") ? reply : line.trimmingCharacters(in: .whitespaces))\n")
                 }
-                guard Self.send(client, reply) else { return }
+                peer.startExchange()
+                guard peer.send(reply + "\n") else { return }
+                peer.startExchange() // the next line's bytes, if some are here already
             }
+            if pending.isEmpty { peer.endExchange() }
             if pending.count > Self.maxLine {
-                Self.send(client, "error: a command line longer than \(Self.maxLine) bytes")
+                peer.send("error: a command line longer than \(Self.maxLine) bytes\n")
                 return
             }
         }
@@ -246,7 +250,7 @@ final class ControlChannel: @unchecked Sendable {
         } else {
             chmod(path, 0o600)
         }
-        guard Glibc.listen(fd, 8) == 0 else {
+        guard Glibc.listen(fd, backlog) == 0 else {
             let e = errno
             close(fd)
             unlink(path)

@@ -13,9 +13,11 @@ import Synchronization
 /// Why a server of our own on POSIX sockets: the page is a few KB of text, asked every few
 /// seconds by one scraper; what matters is that no client can hurt the pipeline. Each
 /// connection gets its own short-lived thread, at most `maxConnections` at once (more are
-/// answered 503 at once), a request of at most 8 KB, and 5 s for the whole exchange: a client
-/// that connects and says nothing, or reads its answer a byte at a time, costs one thread for
-/// 5 s and nothing else. Only GET and HEAD of /metrics (and / for a pointer) are served.
+/// answered 503 at once), a request of at most 8 KB, and `deadlines` (`PeerConnection`): 2 s
+/// without a byte, 5 s for the whole exchange from connecting to closing, the drain before the
+/// close included. A client that connects and says nothing costs one thread for 2 s; one that
+/// trickles its request, or reads its answer a byte at a time, 5 s (a request not finished by
+/// then gets 408) and nothing else. Only GET and HEAD of /metrics (and / for a pointer) are served.
 public final class MetricsServer: Sendable {
     public struct Address: Sendable, Equatable {
         public var host: String
@@ -49,12 +51,13 @@ public final class MetricsServer: Sendable {
 
     public let address: Address
     public static let maxConnections = 8
-    static let exchangeTimeout: Double = 5
+    static let deadlines = PeerDeadlines(idle: .seconds(2), exchange: .seconds(5))
     static let maxRequestBytes = 8192
 
     private let listener: Int32
     private let stopping = Atomic<Bool>(false)
     private let open = Atomic<Int>(0)
+    private let refusals = PeerRefusals(limit: MetricsServer.maxConnections)
     private let registry: MetricsRegistry
     private let stopped = DispatchSemaphore(value: 0)
 
@@ -111,52 +114,48 @@ public final class MetricsServer: Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             if open.add(1, ordering: .relaxed).newValue > Self.maxConnections {
                 open.subtract(1, ordering: .relaxed)
-                Self.setTimeout(client, 1)
-                Self.send(client, Self.response(status: "503 Service Unavailable", body: "too many connections\n"))
-                close(client)
+                refusals.refuse(client, answer: Self.response(status: "503 Service Unavailable", body: "too many connections\n"), drainingAtMost: Self.maxRequestBytes)
                 continue
             }
             let thread = Thread { [self] in
-                defer { open.subtract(1, ordering: .relaxed); close(client) }
-                serve(client)
+                defer { open.subtract(1, ordering: .relaxed) }
+                serve(PeerConnection(fd: client, deadlines: Self.deadlines))
             }
             thread.name = "streamlens-metrics-client"
             thread.start()
         }
     }
 
-    private func serve(_ fd: Int32) {
-        Self.setTimeout(fd, Self.exchangeTimeout)
-        let deadline = Date().addingTimeInterval(Self.exchangeTimeout)
+    /// One connection, one exchange, started as it was accepted: everything up to the close,
+    /// the drain included, ends within `deadlines.exchange`.
+    private func serve(_ peer: PeerConnection) {
+        peer.startExchange()
         var request = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 2048)
         while Self.headerEnd(request) == nil {
-            guard request.count < Self.maxRequestBytes, Date() < deadline else {
-                Self.send(fd, Self.response(status: "431 Request Header Fields Too Large", body: "request too large\n"))
-                Self.closeGracefully(fd)
+            guard request.count < Self.maxRequestBytes else {
+                peer.send(Self.response(status: "431 Request Header Fields Too Large", body: "request too large\n"))
+                peer.finish(draining: Self.maxDrainBytes)
                 return
             }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return } // closed, or nothing within the timeout
-            request += chunk[0..<n]
+            switch peer.receive(into: &chunk) {
+            case .bytes(let n):
+                request += chunk[0..<n]
+            case .closed:
+                return
+            case .idle, .overtime:
+                // A request begun and not finished in time is told so (if its socket takes the
+                // line at once); a client that said nothing is just closed.
+                if !request.isEmpty { peer.send(Self.response(status: "408 Request Timeout", body: "request not finished in time\n")) }
+                return
+            }
         }
-        Self.send(fd, answer(to: String(decoding: request, as: UTF8.self)))
-        Self.closeGracefully(fd)
+        peer.send(answer(to: String(decoding: request, as: UTF8.self)))
+        peer.finish(draining: Self.maxDrainBytes)
     }
 
-    /// Ends the answer, then reads what the client still sends (a body, the rest of a request
-    /// too large) for a moment, at most 64 KB: closing with unread bytes would reset the
-    /// connection, and the client could lose the answer.
-    private static func closeGracefully(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_WR))
-        setTimeout(fd, 1)
-        var sink = [UInt8](repeating: 0, count: 4096), total = 0
-        while total < 65536 {
-            let n = sink.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return }
-            total += n
-        }
-    }
+    /// What is read after the answer, at most, before closing (`PeerConnection.finish`).
+    static let maxDrainBytes = 65536
 
     /// The answer to one request's head.
     func answer(to head: String) -> [UInt8] {
@@ -196,21 +195,6 @@ public final class MetricsServer: Sendable {
             return i
         }
         return nil
-    }
-
-    private static func send(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
-
-    private static func setTimeout(_ fd: Int32, _ seconds: Double) {
-        var t = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
     }
 }
 

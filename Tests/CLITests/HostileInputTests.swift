@@ -123,6 +123,49 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: socket))
     }
 
+    /// Twelve clients connect and say nothing (eight slots): the eight served are closed after
+    /// 10 s idle with a line saying so, the four beyond got "too many" at once, and a new client's
+    /// `list` is answered within 15 s of the crowd arriving (the check's part 6), the run going on.
+    @Test func idleControlClientsDoNotLockOthersOut() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("i.sock").path
+        let run = try Background.streamlens(["run", "-v", "--control", socket, "videotestsrc is-live=true ! lenspass ! fakesink"])
+        try #require(run.waitFor("lenspass0: video/x-raw", timeout: 60), "\(run.stderr)")
+        let client = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import socket, sys, time
+            idle = []
+            for _ in range(12):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); idle.append(s)
+            t0 = time.time(); answer = None; refused = 0
+            while time.time() - t0 < 15 and answer is None:
+                c = socket.socket(socket.AF_UNIX); c.settimeout(2); c.connect(sys.argv[1])
+                try: c.sendall(b"list\\n")
+                except OSError: pass  # refused and closed before the command: its line is there all the same
+                try:
+                    a = c.recv(4096).decode()
+                    if "too many" in a: refused += 1
+                    elif a: answer = a
+                except (socket.timeout, OSError): pass
+                c.close()
+                if answer is None: time.sleep(1)
+            print("refused %d times" % refused)
+            print("answered after %.1f s: %s" % (time.time() - t0, answer.splitlines()[0]) if answer else "locked out")
+            for s in idle:
+                s.settimeout(5)
+                try: print("idle client:", s.recv(4096).decode().strip() or "<closed>")
+                except socket.timeout: print("idle client: <still open>")
+            """, socket], timeout: 90)
+        let lines = client.stdout.split(separator: "\n")
+        let answered = try #require(lines.first { $0.hasPrefix("answered after") }, "\(client.stdout) \(client.stderr)")
+        #expect(!answered.contains(": error"), "\(answered)")
+        #expect(lines.filter { $0 == "idle client: closing: idle for 10 s" }.count == 8, "\(client.stdout)")
+        #expect(lines.filter { $0.hasPrefix("idle client: error: too many control clients at once (at most 8") }.count == 4, "\(client.stdout)")
+        #expect(!client.stdout.contains("refused 0 times"), "the slots were never all taken: \(client.stdout)")
+        let r = run.stop()
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
     /// Another user connecting is refused (SO_PEERCRED), even when the socket's mode would let
     /// them in. Needs root to make that user.
     @Test(.enabled(if: getuid() == 0, "needs root to make a second user for the test"))

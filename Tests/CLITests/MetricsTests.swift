@@ -164,4 +164,66 @@ struct MetricsEndpointTests {
         #expect(run.process.terminationStatus == 0, "\(run.stderr)")
         #expect(run.stderr.contains("lenspass0: 60 frames in, 60 out"), "\(run.stderr)")
     }
+
+    /// Slowloris: eight clients (every slot) trickle an endless request a byte every 0.8 s and
+    /// reconnect whenever they are closed. Each is closed at the exchange's 5 s, the drain
+    /// included, so a scraper gets its 200 between them (bounded wait); half a request left
+    /// alone gets 408 once 2 s pass without a byte.
+    @Test func tricklingClientsDoNotKeepTheScraperOut() throws {
+        let port = freeLoopbackPort()
+        let run = try Background.streamlens(["run", "--metrics", "\(port)",
+            "videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=30/1 ! lenspass ! fakesink"])
+        try #require(Self.scrape(port, until: { _ in true }, timeout: 60) != nil, "no /metrics page: \(run.stderr)")
+        let clients = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import itertools, socket, sys, threading, time
+            port = int(sys.argv[1]); stop = threading.Event(); connections = [0]
+            def connect():
+                return socket.create_connection(("127.0.0.1", port), timeout=5)
+            def trickle():
+                while not stop.is_set():
+                    s = None
+                    try:
+                        s = connect(); connections[0] += 1
+                        for b in itertools.chain(b"GET /metrics HTTP/1.1\\r\\nX-Slow: ", itertools.repeat(ord("a"))):
+                            if stop.is_set(): break
+                            s.send(bytes([b])); time.sleep(0.8)
+                    except OSError: pass  # closed by the server: connect again
+                    if s: s.close()
+            def scrape():
+                try:
+                    s = connect(); s.sendall(b"GET /metrics HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n"); data = b""
+                    while True:
+                        d = s.recv(65536)
+                        if not d: break
+                        data += d
+                    s.close()
+                    return data.split(b" ")[1].decode() if data else "closed"
+                except OSError as e: return type(e).__name__
+            threads = [threading.Thread(target=trickle) for _ in range(8)]
+            for t in threads: t.start()
+            time.sleep(1)
+            print("while they trickle:", scrape())
+            t0 = time.time(); status = None
+            while time.time() - t0 < 60:
+                status = scrape()
+                if status == "200": break
+                time.sleep(0.1)
+            print("scrape %s after %.1f s" % (status, time.time() - t0))
+            stop.set()
+            for t in threads: t.join()
+            print("trickling connections: %d" % connections[0])
+            s = connect(); s.settimeout(15); s.sendall(b"GET /metrics HTTP/1.1\\r\\n"); t1 = time.time()
+            try: print("half a request: %s after %.1f s" % (s.recv(4096).split(b"\\r\\n")[0].decode(), time.time() - t1))
+            except OSError as e: print("half a request:", type(e).__name__)
+            """, String(port)], timeout: 120)
+        #expect(Self.printed(clients.stdout, "while they trickle: 503"), "the slots were not all taken: \(clients.stdout) \(clients.stderr)")
+        #expect(Self.printed(clients.stdout, "scrape 200 after"), "\(clients.stdout) \(clients.stderr)")
+        #expect(Self.printed(clients.stdout, "half a request: HTTP/1.1 408 Request Timeout"), "\(clients.stdout)")
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
+    static func printed(_ output: String, _ prefix: String) -> Bool {
+        output.split(separator: "\n").contains { $0.hasPrefix(prefix) }
+    }
 }

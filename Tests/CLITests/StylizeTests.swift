@@ -230,17 +230,18 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
         try """
             import os, socket, sys, time
             path = sys.argv[1]
+            # Wait for stylized frames in the output (the model is loaded and frames flow), then
+            # a little more: changes sent before the first frame are applied together. Connect
+            # then: a client idle for 10 s is closed.
+            while not os.path.exists(sys.argv[2]) or os.path.getsize(sys.argv[2]) < \(160 * 120 * 3):
+                time.sleep(0.1)
+            time.sleep(1)
             for _ in range(100):
                 try:
                     s = socket.socket(socket.AF_UNIX); s.connect(path); break
                 except OSError:
                     time.sleep(0.1)
             f = s.makefile("rw")
-            # Wait for stylized frames in the output (the model is loaded and frames flow), then
-            # a little more: changes sent before the first frame are applied together.
-            while not os.path.exists(sys.argv[2]) or os.path.getsize(sys.argv[2]) < \(160 * 120 * 3):
-                time.sleep(0.1)
-            time.sleep(1)
             def send(line):
                 f.write(line + "\\n"); f.flush()
                 return f.readline().strip()
