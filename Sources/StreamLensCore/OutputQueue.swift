@@ -52,7 +52,17 @@ public final class OutputQueue: Sendable {
         self.capacity = capacity
         core = Core()
         let core = self.core
-        let thread = Thread { core.run() }
+        let thread = Thread {
+            // A reader that went away is EPIPE on this thread, never SIGPIPE: the signal write(2)
+            // raises is directed at the writing thread, and blocked here it stays pending and is
+            // discarded with the thread. The process's own disposition is left as its host set
+            // it (the CLI ignores SIGPIPE; a program embedding the library may not).
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            core.run()
+        }
         thread.name = name
         thread.start()
     }
