@@ -58,12 +58,6 @@ public final class FileWriter: Sendable {
 
     deinit { if ownsDescriptor { close(fd) } }
 
-    /// True when `path` is a named pipe (FIFO).
-    public static func isNamedPipe(_ path: String) -> Bool {
-        var s = stat()
-        return stat(path, &s) == 0 && (s.st_mode & S_IFMT) == S_IFIFO
-    }
-
     /// Queues all of `data` for writing; never waits. `.dropped` when the queue is full (the
     /// reader is not keeping up); after a failure nothing more is written.
     @discardableResult

@@ -11,15 +11,25 @@ public enum InputFile {
     /// file", "a device, not a file" — or nil for a regular file or one that does not exist (the
     /// reader says "not found" in its own words).
     public static func notAFile(_ path: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        switch info.st_mode & S_IFMT {
+        guard let type = fileType(path) else { return nil }
+        switch type {
         case S_IFREG: return nil
         case S_IFIFO: return "a named pipe (FIFO), not a file"
         case S_IFDIR: return "a folder, not a file"
         case S_IFSOCK: return "a socket, not a file"
         default: return "a device, not a file"
         }
+    }
+
+    /// Whether `path` is a named pipe (FIFO): an output written into one is opened without
+    /// waiting for its reader (FileWriter).
+    public static func isNamedPipe(_ path: String) -> Bool { fileType(path) == S_IFIFO }
+
+    /// The file's type (`S_IFREG`, `S_IFIFO`…), following links; nil when it does not exist.
+    static func fileType(_ path: String) -> mode_t? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return info.st_mode & S_IFMT
     }
 
     /// Throws `<what> <path> is …` when it is not a regular file.

@@ -93,9 +93,10 @@ public final class MetadataStage: Stage {
     }
 
     public var summary: String? {
-        guard case .broker(let publisher, _, let handOver) = output else {
-            if case .file(let writer) = output { return writer.summary }
-            return nil
+        let publisher: MQTTPublisher, handOver: OutputQueue
+        switch output {
+        case .file(let writer): return writer.summary
+        case .broker(let p, _, let h): (publisher, handOver) = (p, h)
         }
         let r = finalReport ?? publisher.report
         var text = "\(publisher.configuration.location.description): \(r.sent) sent"

@@ -31,7 +31,7 @@ final class MetadataWriter {
             writer = FileWriter.standardOutput()
             return
         }
-        if FileWriter.isNamedPipe(location) {
+        if InputFile.isNamedPipe(location) {
             writer = try FileWriter.create(location, what: "metadata file").get()
             return
         }
