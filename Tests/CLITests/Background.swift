@@ -44,9 +44,10 @@ final class Background {
     }
 
     /// Waits until the output holds `text` `count` times (false on timeout or exit): tests wait
-    /// for what the process says it did, never for a fixed time.
+    /// for what the process says it did, never for a fixed time. The bound grows with
+    /// CLI.slowdown (a sanitizer build).
     func waitFor(_ text: String, count: Int = 1, in stream: KeyPath<Background, String> = \.stderr, timeout: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * CLI.slowdown)
         while Date() < deadline {
             if occurrences(of: text, in: stream) >= count { return true }
             if !process.isRunning { return occurrences(of: text, in: stream) >= count }

@@ -33,7 +33,8 @@ struct CLI {
     }
 
     /// Runs `streamlens args…` from the package root. `signals` are sent at the given seconds
-    /// after start (SIGINT tests). The process is killed after `timeout` seconds.
+    /// after start (SIGINT tests). The process is killed after `timeout` seconds, times `slowdown`
+    /// (a sanitizer build: the ASan pass of make test killed a 1024x512 detection at 60 s in CI).
     /// `input` lines are written to its standard input at the given seconds after start (the
     /// control channel's `--control -`); without them stdin is /dev/null.
     /// With `inputClock`, the input lines' times count from when stderr first shows that text
@@ -86,7 +87,7 @@ struct CLI {
                 kill(process.processIdentifier, next.signal)
                 pending.removeFirst()
             }
-            if t > timeout {
+            if t > timeout * slowdown {
                 timedOut = true
                 kill(process.processIdentifier, SIGKILL)
                 break
