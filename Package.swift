@@ -1,8 +1,10 @@
 // swift-tools-version: 6.0
 // StreamLens: neural video effects inside real GStreamer pipelines.
 //
-// Layering (see README "Layout"): StreamLensCore has no C; StreamLensGst is the only Swift that
-// imports the GStreamer C modules; StreamLensStages builds stages on the core; the CLI on top.
+// Layering (docs/extending.md): StreamLensCore has no C; StreamLensGst is the only Swift that
+// imports the GStreamer C modules; StreamLensInference is the C-free inference seam and
+// StreamLensOpenVINO the only Swift that imports OpenVINO; StreamLensStages builds stages on the
+// core and the seam (never on a backend); the programs on top register the backends they link.
 import PackageDescription
 
 let package = Package(
@@ -12,6 +14,8 @@ let package = Package(
         .library(name: "StreamLensDraw", targets: ["StreamLensDraw"]),
         .library(name: "StreamLensGst", targets: ["StreamLensGst"]),
         .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
+        .library(name: "StreamLensOpenVINO", targets: ["StreamLensOpenVINO"]),
+        .library(name: "StreamLensBackends", targets: ["StreamLensBackends"]),
         .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
         .library(name: "StreamLensTesting", targets: ["StreamLensTesting"]),
@@ -45,7 +49,14 @@ let package = Package(
         // No C below this line of the diagram: frames, stage protocol, property tables, specs.
         .target(name: "StreamLensCore"),
         .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
-        .target(name: "StreamLensInference", dependencies: ["StreamLensCore", "COpenVINO"]),
+        // The inference seam, no C: model requests, pre-processing, the backend registry, the
+        // thread budget, the inference queue, and the remote (KServe) backend.
+        .target(name: "StreamLensInference", dependencies: ["StreamLensCore"]),
+        // The only Swift that imports COpenVINO: OpenVINO as a backend (InferenceEngine), which
+        // the programs register; stages never import it.
+        .target(name: "StreamLensOpenVINO", dependencies: ["StreamLensCore", "StreamLensInference", "COpenVINO"]),
+        // The backends a program links, registered in one line (StandardBackends.register()).
+        .target(name: "StreamLensBackends", dependencies: ["StreamLensInference", "StreamLensOpenVINO"]),
         .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
         // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
         .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
@@ -59,10 +70,10 @@ let package = Package(
         .target(name: "StreamLensTesting", dependencies: ["StreamLensCore"]),
         // The plugin: its GST_PLUGIN_DEFINE descriptor (C) and the Swift function it calls.
         .target(name: "CStreamLensPlugin", dependencies: ["CGStreamer"]),
-        .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages"]),
+        .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensBackends"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensStages", "StreamLensMetrics"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",
@@ -70,18 +81,18 @@ let package = Package(
             path: "examples/BrightnessMeter"),
         .executableTarget(
             name: "face-blur",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages"],
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensStages", "StreamLensBackends"],
             path: "examples/FaceBlur"),
 
         // Benchmarks that need code of their own (bench/track.sh runs it).
         .executableTarget(name: "tracker-bench", dependencies: ["StreamLensCore"], path: "bench/TrackerBench"),
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
-        .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensCore"]),
-        .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore"]),
+        .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensOpenVINO", "StreamLensCore"]),
+        .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),
         .testTarget(
             name: "StreamLensGstTests",
-            dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore"]),
+            dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore", "StreamLensBackends"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
         .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore"]),
     ]

@@ -3,7 +3,7 @@ import Synchronization
 
 // The process's share of the machine for model stages: who is running a model, how many
 // threads each compiled model gets, and which precision `precision=auto` settled on. Plain
-// Swift; OpenVINO.swift applies it (the only file that calls OpenVINO).
+// Swift; a backend applies it (StreamLensOpenVINO compiles with the plan's threads).
 //
 // Why this design (measured on the 2-vCPU machines these were written on; README "Several
 // models in one process"): OpenVINO's CPU plugin pins its inference threads to cores by default,
@@ -25,8 +25,36 @@ public final class ModelUse: Sendable {
     deinit { registry.remove(id) }
 }
 
-/// The model stages alive in this process (registered when a stage is built, before any
-/// model is compiled: a pipeline builds all its stages before the first caps arrive).
+/// A process's share of the machine for model stages: the stages alive (each registered when
+/// built, before any model is compiled: a pipeline builds all its stages before the first caps
+/// arrive) and whether models are compiled for throughput. Backends plan their threads from it.
+public final class ThreadBudget: Sendable {
+    /// The process's budget: every model stage counts in it.
+    public static let process = ThreadBudget()
+
+    let models = ModelRegistry()
+
+    /// Models are compiled for throughput (`ThreadPlan.plan`): set by `streamlens serve`, whose
+    /// sources share each model one after another.
+    public let throughput = Atomic<Bool>(false)
+
+    public init() {}
+
+    /// Counts a stage that will run the local model at `path` while the token lives.
+    public func register(_ path: String) -> ModelUse { models.add(path) }
+
+    /// The cores this process may run on.
+    public var cores: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// The thread plan a model compiled now gets.
+    public func plan(path: String, options: InferenceOptions) -> ThreadPlan {
+        let users = models.count(sharing: path)
+        return ThreadPlan.plan(device: options.device, threads: options.threads, cores: cores, models: users.all, sharing: users.same,
+                               throughput: throughput.load(ordering: .relaxed))
+    }
+}
+
+/// The model stages alive in a budget, by the model each runs.
 final class ModelRegistry: Sendable {
     private let users = Mutex<(next: Int, identities: [Int: String])>((0, [:]))
 
@@ -96,6 +124,10 @@ public struct PrecisionDecision: Codable, Sendable, Equatable {
     public var milliseconds: [String: Double]
     /// Why, when nothing was measured.
     public var reason: String?
+
+    public init(precision: String, milliseconds: [String: Double], reason: String?) {
+        self.precision = precision; self.milliseconds = milliseconds; self.reason = reason
+    }
 
     /// "precision auto → f32 (24.1 ms vs bf16 38.1 ms)".
     public func summary(device: String, cached: Bool) -> String {

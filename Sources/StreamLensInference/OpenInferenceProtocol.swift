@@ -80,12 +80,12 @@ public final class PendingInference: @unchecked Sendable {
     private var _finishedAt: UInt64 = 0
 
     /// `collect`: for a local request, turns the finished request into its result.
-    init(bytesSent: Int, collect: (() -> Result<[TensorData], InferenceError>)? = nil) {
+    package init(bytesSent: Int, collect: (() -> Result<[TensorData], InferenceError>)? = nil) {
         self.bytesSent = bytesSent
         self.collect = collect
     }
 
-    func finish(_ result: Result<[TensorData], InferenceError>, bytesReceived: Int) {
+    package func finish(_ result: Result<[TensorData], InferenceError>, bytesReceived: Int) {
         lock.withLock {
             self.result = result
             done = true
@@ -96,7 +96,7 @@ public final class PendingInference: @unchecked Sendable {
     }
 
     /// A local request is done: its result is read when someone waits.
-    func markDone() {
+    package func markDone() {
         lock.withLock {
             done = true
             _finishedAt = DispatchTime.now().uptimeNanoseconds
@@ -105,7 +105,7 @@ public final class PendingInference: @unchecked Sendable {
     }
 
     /// The model goes away before anyone collected the result: `error` is the result.
-    func abandon(_ error: InferenceError) {
+    package func abandon(_ error: InferenceError) {
         lock.withLock {
             collect = nil
             if result == nil { result = .failure(error) }
@@ -114,7 +114,7 @@ public final class PendingInference: @unchecked Sendable {
 
     public var isFinished: Bool { lock.withLock { done || result != nil } }
     /// The result has been read (a local request's infer request is free again).
-    var isCollected: Bool { lock.withLock { result != nil } }
+    package var isCollected: Bool { lock.withLock { result != nil } }
     public var bytesReceived: Int { lock.withLock { _bytesReceived } }
     /// Milliseconds from sending to the answer (retries included).
     public var roundTripMilliseconds: Double { lock.withLock { Double(_finishedAt &- sent) / 1e6 } }

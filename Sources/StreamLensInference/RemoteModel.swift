@@ -1,58 +1,10 @@
 import Foundation
 import StreamLensCore
 
-/// What the stages need of a model fed with frames, wherever the network runs: `ImageModel`
-/// (OpenVINO here) and `RemoteImageModel` (an Open Inference Protocol server).
-public protocol ImageInference: AnyObject {
-    /// Output names and shapes, in the model's order.
-    var outputs: [(name: String, shape: [Int])] { get }
-    /// Inputs besides the image (a style vector…), set with `setInput`.
-    var otherInputs: [(name: String, shape: [Int])] { get }
-    func setInput(name: String, values: [Float]) throws
-    /// One frame in, the outputs in place (in `outputs`' order) for the duration of `body`.
-    func infer<R>(_ pixels: UnsafeRawBufferPointer, _ body: ([UnsafeBufferPointer<Float>]) throws -> R) throws -> R
-    /// One frame in, at once; its outputs come with the ticket (the one asynchronous path:
-    /// OpenVINO's infer requests here, a request to the server there).
-    func submit(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference
-    /// A finished ticket's tensors in `outputs`' order, each checked against its shape.
-    func outputs(of answer: [TensorData]) throws -> [TensorData]
-    /// Where the model runs, when that is a server: its failures are outages (frames go on
-    /// without inference, with back-off), not broken frames.
-    var remoteAddress: RemoteModelAddress? { get }
-    /// Requests that may be in flight at once (OpenVINO infer requests; a server's in-flight).
-    var requestCount: Int { get }
-    /// How it runs, for stage summaries ("precision auto → f32 (…), 2 threads…"; empty for a
-    /// server, whose summary says where it is).
-    var settings: String { get }
-}
-
-extension ImageModel: ImageInference {
-    public func outputs(of answer: [TensorData]) throws -> [TensorData] {
-        guard answer.count == outputs.count else {
-            throw InferenceError("the model gave \(answer.count) outputs, expected \(outputs.count)")
-        }
-        return answer
-    }
-    public var remoteAddress: RemoteModelAddress? { nil }
-}
-
-extension ImageInference {
-    /// The other input `name`, checked to take `count` values: what `setInput` validates,
-    /// wherever the network runs.
-    func otherInput(named name: String, count: Int) throws -> (name: String, shape: [Int]) {
-        guard let port = otherInputs.first(where: { $0.name == name }) else {
-            throw InferenceError("the model has no other input named \(name) (\(otherInputs.map(\.name).joined(separator: ", ")))")
-        }
-        guard TensorShape.elementCount(port.shape) == count else {
-            throw InferenceError("input \(name) takes \(TensorShape.elementCount(port.shape).map(String.init) ?? "no countable number of") values (shape \(port.shape)), got \(count)")
-        }
-        return port
-    }
-}
-
-/// A model on an inference server: the frame is pre-processed here by OpenVINO — the very steps
-/// a local model compiles in front of itself, so both see the same tensor — and the tensor goes
-/// to the server over the Open Inference Protocol.
+/// A model on an inference server: the frame is pre-processed here (by a local backend's
+/// compiled steps when one is registered — the very steps a local model compiles in front of
+/// itself, so both see the same tensor) and the tensor goes to the server over the Open
+/// Inference Protocol.
 ///
 /// Not thread-safe, like `ImageModel`: one worker sends; the answers come back on the session's
 /// threads into `PendingInference`s.
@@ -62,13 +14,13 @@ public final class RemoteImageModel: ImageInference {
     public let outputs: [(name: String, shape: [Int])]
     public let otherInputs: [(name: String, shape: [Int])]
     private let image: (name: String, shape: [Int])
-    private let preprocessing: ImageModel
+    private let preprocessing: any Preprocessor
     private let client: OpenInferenceClient
     private var otherValues: [String: Data] = [:]
 
     init(address: RemoteModelAddress, metadata: RemoteModelMetadata, image: (name: String, shape: [Int]),
          otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])],
-         preprocessing: ImageModel, client: OpenInferenceClient) {
+         preprocessing: any Preprocessor, client: OpenInferenceClient) {
         self.address = address; self.metadata = metadata; self.image = image; self.otherInputs = otherInputs
         self.outputs = outputs; self.preprocessing = preprocessing; self.client = client
     }
@@ -80,6 +32,7 @@ public final class RemoteImageModel: ImageInference {
 
     public var remoteAddress: RemoteModelAddress? { address }
     public var settings: String { "" }
+    public var precision: String? { nil }
     public var requestCount: Int { max(1, address.inFlight) }
 
     /// Pre-processes the frame (here, now) and sends it; the answer comes later.
@@ -87,7 +40,7 @@ public final class RemoteImageModel: ImageInference {
 
     /// Pre-processes the frame (here, now) and sends it; the answer comes later.
     public func send(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference {
-        let tensor = try preprocessing.infer(pixels) { views in Data(buffer: views[0]) }
+        let tensor = try preprocessing.tensor(pixels)
         var inputs = [OpenInferenceClient.Input(name: image.name, shape: image.shape, data: tensor)]
         for port in otherInputs {
             guard let data = otherValues[port.name] else { throw InferenceError("input \(port.name) was never set") }
@@ -114,14 +67,28 @@ public final class RemoteImageModel: ImageInference {
     }
 }
 
-extension InferenceEngine {
+/// `device=remote`: models on an Open Inference Protocol server (Triton, OpenVINO Model Server,
+/// KServe).
+public final class RemoteBackend: InferenceBackend {
+    public static let device = "remote"
+    public let name = "remote"
+    public init() {}
+
+    public func checkDevice(_ device: String) throws {}
+
+    public func load(_ request: ModelRequest, loader: ModelLoader) throws -> any ImageInference {
+        guard case .server(let address) = request.source else { throw InferenceError("device=remote needs a server's model, not a file") }
+        let p = request.preprocessing
+        return try load(address: address, input: p.input, frame: p.frame, region: p.region, backends: loader.backends)
+    }
+
     /// A model on an Open Inference Protocol server, checked against what the manifest says:
     /// the server must answer, have the model ready, and its metadata must show an FP32 image
     /// input of 3 channels in `input.layout` at `input`'s size (or a free size), plus any other
     /// inputs with fixed shapes. A free batch becomes 1; in an image-to-image model a free
     /// output height/width is the input's (checked on every answer).
-    public func loadRemoteImageModel(address: RemoteModelAddress, input: ImageInput, frame: FrameLayout, region: FrameRegion,
-                                     ) throws -> RemoteImageModel {
+    func load(address: RemoteModelAddress, input: ImageInput, frame: FrameLayout, region: FrameRegion,
+              backends: InferenceBackends) throws -> RemoteImageModel {
         let client = OpenInferenceClient(address: address)
         let metadata = try client.metadata()
         let server = address.description
@@ -174,7 +141,7 @@ extension InferenceEngine {
         }
         var single = input
         single.name = nil // the pre-processing network has one input of its own
-        let preprocessing = try loadPreprocessing(shape: shape, input: single, frame: frame, region: region)
+        let preprocessing = try backends.preprocessor(Preprocessing(input: single, frame: frame, region: region), shape: shape)
         return RemoteImageModel(address: address, metadata: metadata, image: (declared.name, shape), otherInputs: others,
                                 outputs: outputs, preprocessing: preprocessing, client: client)
     }

@@ -1,4 +1,5 @@
 import StreamLensGst
+import StreamLensBackends
 import StreamLensStages
 
 /// Called by the plugin's init function (Sources/CStreamLensPlugin/plugin.c) when GStreamer
@@ -6,5 +7,6 @@ import StreamLensStages
 @_cdecl("streamlens_plugin_register")
 public func streamlensPluginRegister(_ plugin: UnsafeMutableRawPointer?) -> Int32 {
     guard let plugin else { return 0 }
+    StandardBackends.register() // the model stages' local devices
     return GStreamer.registerPlugin(plugin, stages: builtinStages) ? 1 : 0
 }

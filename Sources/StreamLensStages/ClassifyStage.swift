@@ -23,19 +23,13 @@ public final class ClassifyStage: Stage {
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-mesh.json"),
                          help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
-            PropertySpec("device", .string, default: .string("CPU"), help: "OpenVINO device: CPU, GPU, NPU or AUTO"),
-            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"),
-                         help: "inference precision, as lensdetect's"),
-            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores)"),
-            PropertySpec("nireq", .int(1...16), default: .int(2), help: "infer requests in flight: crops of a frame overlap"),
-            PropertySpec("cache-dir", .string, default: .string(""), help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("labels", .string, default: .string(""), live: true,
                          help: "run on regions with these labels only, comma-separated (empty: every region)"),
             PropertySpec("min-size", .int(0...100_000), default: .int(16), live: true,
                          help: "skip regions whose shorter side is smaller than this, in pixels"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
                          help: "with object ids (a tracker upstream): run on each object every N-th frame, keep its last result in between"),
-        ])
+        ] + InferenceOptions.properties())
 
     struct LiveSettings {
         var labels: Set<String>?
@@ -54,10 +48,11 @@ public final class ClassifyStage: Stage {
     private let modelPath: String
     private let crop: ObjectCrop
     private let decoder: any RegionDecoder
-    private let engine: InferenceEngine
+    /// Where models come from (the process's backends, or a test's).
+    private let models: ModelLoader
     private let options: InferenceOptions
     private var live: LiveSettings
-    private var model: ImageModel?
+    private var model: (any ImageInference)?
     private var outputIndices: [Int] = []
     private var source: CropSampling.Source?
     private let gray: Bool
@@ -87,7 +82,10 @@ public final class ClassifyStage: Stage {
     private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0)
     private var notices: [StageNotice] = []
 
-    public init(settings: StageSettings) throws {
+    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+
+    public init(settings: StageSettings, models: ModelLoader) throws {
+        self.models = models
         live = LiveSettings(settings)
         manifestPath = settings.string("model")
         manifest = try ModelManifest.load(path: manifestPath)
@@ -98,12 +96,14 @@ public final class ClassifyStage: Stage {
         decoder = parameters.makeDecoder(input: manifest.input, labels: manifest.labels)
         crop = manifest.objectCrop ?? ObjectCrop()
         gray = manifest.input.colorOrder == .gray
-        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
         let options = InferenceOptions(stage: settings)
         self.options = options
-        do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
+        guard options.device != RemoteSettings.device else {
+            throw StageError("lensclassify runs its model here (crops are many and small); device=remote is for lensdetect and lensstylize")
+        }
+        do { try models.checkDevice(options.device) } catch { throw StageError("\(error)") }
         modelPath = try manifest.resolve(manifest.model, relativeTo: manifestPath)
-        modelUse = engine.registerModel(modelPath)
+        modelUse = models.register(model: modelPath)
     }
 
     public func formatChanged(_ format: VideoFormat) throws {
@@ -114,8 +114,8 @@ public final class ClassifyStage: Stage {
                                mean: Float(manifest.mean), scale: Float(manifest.scale))
         let layout = FrameLayout(width: w, height: h, pixelFormat: gray ? "GRAY8" : "RGB", stride: w * (gray ? 1 : 3))
         do {
-            let model = try engine.loadImageModel(path: modelPath, input: input, frame: layout, region: .whole, options: options,
-                                                  resizable: manifest.input.resizable)
+            let model = try models.load(ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options,
+                                                     resizable: manifest.input.resizable))
             outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
             self.model = model
         } catch let error as InferenceError {

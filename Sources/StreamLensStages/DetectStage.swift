@@ -10,8 +10,8 @@ import StreamLensInference
 ///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! lensdetect model=Models/face-short-range.json metadata=faces.jsonl ! videoconvert ! autovideosink'
 ///
 /// Pre-processing (pad for letterbox, crop for centre-crop, colour order, resize, value range)
-/// is OpenVINO's, compiled into the model for the negotiated frame size; inference, decoding
-/// and suppression run on the stage's worker thread.
+/// is the backend's (OpenVINO compiles it into the model for the negotiated frame size);
+/// inference, decoding and suppression run on the stage's worker thread.
 public final class DetectStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensdetect",
@@ -21,15 +21,6 @@ public final class DetectStage: Stage {
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
                          help: "model manifest (JSON) describing the model file, its input and its decoder"),
-            PropertySpec("device", .string, default: .string("CPU"), live: true,
-                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch; live: the model is recompiled between two frames), or remote (an inference server: see server=)"),
-            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"),
-                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
-            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
-            PropertySpec("nireq", .int(1...16), default: .int(2),
-                         help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is prepared and delivered while the next is inferred"),
-            PropertySpec("cache-dir", .string, default: .string(""),
-                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("threshold", .double(0...1), default: .double(0),
                          help: "minimum score for every class (0: the manifest's min_score and class_thresholds)"),
             PropertySpec("classes", .string, default: .string(""),
@@ -49,7 +40,7 @@ public final class DetectStage: Stage {
                          help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
             PropertySpec("metadata", .string, default: .string(""),
                          help: "write detections as JSON Lines to this file (- for stdout): lensmetadata's writer (docs/metadata.md)"),
-        ] + InferenceOptions.batchProperties + RemoteSettings.properties,
+        ] + InferenceOptions.properties(live: ["device"]) + InferenceOptions.batchProperties + RemoteSettings.properties,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["i"], .cycle(property: "interval", values: ["1", "2", "4", "8"]), help: "inference interval: every 1st, 2nd, 4th, 8th frame"),
@@ -80,7 +71,8 @@ public final class DetectStage: Stage {
     private let manifestPath: String
     /// The manifest's detector family (DecoderRegistry), with the stage's overrides.
     private var decoder: any DetectionDecoder
-    private let engine: InferenceEngine
+    /// Where models come from (the process's backends, or a test's).
+    private let models: ModelLoader
     private var options: InferenceOptions
     private let crop: CropMode
     private var settings: StageSettings
@@ -111,8 +103,11 @@ public final class DetectStage: Stage {
     private var frameRate = FrameRateMeter()
     private var found = 0
 
-    public init(settings: StageSettings) throws {
+    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+
+    public init(settings: StageSettings, models: ModelLoader) throws {
         self.settings = settings
+        self.models = models
         live = try LiveSettings(settings)
         manifestPath = settings.string("model")
         manifest = try ModelManifest.load(path: manifestPath)
@@ -134,13 +129,12 @@ public final class DetectStage: Stage {
         }
         _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
         crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
-        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
         let options = InferenceOptions(stage: settings)
         self.options = options
+        do { try models.checkDevice(options.device) } catch { throw StageError("\(error)") }
         if options.device != RemoteSettings.device {
-            do { try engine.checkDevice(options.device) } catch { throw StageError("\(error)") }
             // A catalogue model that is not installed fails the start, not the first frame.
-            modelUse = engine.registerModel(try manifest.resolve(manifest.model, relativeTo: manifestPath))
+            modelUse = models.register(model: try manifest.resolve(manifest.model, relativeTo: manifestPath))
         }
         let path = settings.string("metadata")
         if !path.isEmpty { metadata = try MetadataWriter(location: path) }
@@ -170,13 +164,10 @@ public final class DetectStage: Stage {
                                colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
         do {
-            let model: any ImageInference
-            if let address = try RemoteSettings.address(settings, manifestPath: manifestPath) {
-                model = try engine.loadRemoteImageModel(address: address, input: input, frame: frame, region: region)
-            } else {
-                model = try engine.loadImageInference(path: try manifest.resolve(manifest.model, relativeTo: manifestPath), input: input,
-                                                  frame: frame, region: region, options: options, resizable: manifest.input.resizable)
-            }
+            let source = try RemoteSettings.address(settings, manifestPath: manifestPath).map(ModelSource.server)
+                ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))
+            let model = try models.load(ModelRequest(source: source, input: input, frame: frame, region: region, options: options,
+                                                     resizable: manifest.input.resizable))
             outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
             self.model = model
         } catch let error as InferenceError {
@@ -282,7 +273,7 @@ public final class DetectStage: Stage {
         options.device = device
         let start = DispatchTime.now().uptimeNanoseconds
         do {
-            if device != RemoteSettings.device { try engine.checkDevice(device) }
+            try models.checkDevice(device)
             if let format { try formatChanged(format) }
             let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
             notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", device, ms)))

@@ -15,12 +15,7 @@ struct InferenceMetrics {
         [
             .histogram("streamlens_inference_seconds", "Time of one inference (a frame; a crop for lensclassify), submitted to result", inference),
             .gauge("streamlens_model_info", "The model a stage runs, on which device and at which precision (the value is 1)",
-                   labels: [("model", model), ("device", device), ("precision", running.flatMap(Self.precision) ?? "")], 1),
+                   labels: [("model", model), ("device", device), ("precision", running?.precision ?? "")], 1),
         ]
-    }
-
-    static func precision(of model: any ImageInference) -> String? {
-        ((model as? ImageModel)?.compiledProperty("INFERENCE_PRECISION_HINT")
-            ?? (model as? BatchedImageModel)?.compiledProperty("INFERENCE_PRECISION_HINT"))?.lowercased()
     }
 }

@@ -19,8 +19,26 @@ extension InferenceOptions {
 }
 
 extension InferenceOptions {
+    /// The rows every model stage shares (device, precision, threads, nireq, cache-dir),
+    /// declared once; `live` names those the stage can change while playing (lensdetect
+    /// recompiles for a new device between two frames, lensstylize reloads in the background).
+    static func properties(live: Set<String> = []) -> [PropertySpec] {
+        [
+            PropertySpec("device", .string, default: .string("CPU"), live: live.contains("device"),
+                         help: "where the model runs: an OpenVINO device (CPU, GPU, NPU, AUTO…: the iOS app's compute-unit switch) or, where the stage has server=, remote (an inference server)"),
+            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"), live: live.contains("precision"),
+                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
+            PropertySpec("threads", .int(0...256), default: .int(0), live: live.contains("threads"),
+                         help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
+            PropertySpec("nireq", .int(1...16), default: .int(2), live: live.contains("nireq"),
+                         help: "infer requests in flight (DL Streamer's nireq): with 2, one frame (or crop) is prepared and delivered while the next is inferred"),
+            PropertySpec("cache-dir", .string, default: .string(""), live: live.contains("cache-dir"),
+                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+        ]
+    }
+
     /// `batch-size` and `batch-timeout`: DL Streamer's batch-size, across the stages of one
-    /// process (`InferenceEngine.loadImageInference`).
+    /// process (the backend batches: OpenVINO's `BatchedModel`).
     static let batchProperties = [
         PropertySpec("batch-size", .int(1...16), default: .int(1),
                      help: "frames run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),

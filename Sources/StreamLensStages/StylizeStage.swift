@@ -31,7 +31,7 @@ import Synchronization
 public final class StylizeStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensstylize",
-        summary: "Stylize frames with an image-to-image model (OpenVINO): feed-forward styles or any style image (Magenta)",
+        summary: "Stylize frames with an image-to-image model (OpenVINO or remote): feed-forward styles or any style image (Magenta)",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensstylize model=Models/waves.json ! fakesink",
         sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
         properties: [
@@ -51,18 +51,9 @@ public final class StylizeStage: Stage {
                          help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge (0: hard edge)"),
             PropertySpec("inference-size", .string, default: .string(""),
                          help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
-            PropertySpec("device", .string, default: .string("CPU"), live: true,
-                         help: "OpenVINO device: CPU, GPU, NPU or AUTO (the iOS app's compute-unit switch), or remote (an inference server: see server=)"),
-            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"), live: true,
-                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
-            PropertySpec("threads", .int(0...256), default: .int(0), help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
-            PropertySpec("nireq", .int(1...16), default: .int(2),
-                         help: "OpenVINO infer requests in flight (DL Streamer's nireq): with 2, one frame is shrunk and blended while the next is stylized"),
-            PropertySpec("cache-dir", .string, default: .string(""),
-                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
             PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
                          help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
-        ] + InferenceOptions.batchProperties + RemoteSettings.properties,
+        ] + InferenceOptions.properties(live: ["device", "precision"]) + InferenceOptions.batchProperties + RemoteSettings.properties,
         keys: KeyBinding.numberKeys(property: "model", listProperty: "styles", help: "style model: the n-th of `styles`") + [
             KeyBinding(["equal", "plus", "KP_Add"], label: "+", .step(property: "strength", by: 0.1), help: "strength up by 0.1"),
             KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),
@@ -102,7 +93,8 @@ public final class StylizeStage: Stage {
         }
     }
 
-    private let engine: InferenceEngine
+    /// Where models come from (the process's backends, or a test's).
+    private let models: ModelLoader
     private var settings: StageSettings
     private var live: LiveSettings
     private var stylizer: Stylizer
@@ -137,16 +129,16 @@ public final class StylizeStage: Stage {
     /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
     private var startupMilliseconds = (style: 0.0, compile: 0.0)
 
-    public init(settings: StageSettings) throws {
+    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+
+    public init(settings: StageSettings, models: ModelLoader) throws {
         self.settings = settings
+        self.models = models
         live = LiveSettings(settings)
-        do { engine = try InferenceEngine.shared() } catch { throw StageError("\(error)") }
         let configuration = try Self.configuration(from: settings)
-        if configuration.remote == nil {
-            do { try engine.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
-        }
+        do { try models.checkDevice(configuration.options.device) } catch { throw StageError("\(error)") }
         let started = DispatchTime.now().uptimeNanoseconds
-        stylizer = try Stylizer(configuration, engine: engine)
+        stylizer = try Stylizer(configuration, models: models)
         startupMilliseconds.style = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
         wanted = configuration
     }
@@ -355,7 +347,7 @@ public final class StylizeStage: Stage {
 
     /// Builds the replacement on its own thread; `applyFinishedReloads` swaps it in between frames.
     private func startReload(_ configuration: StylizerConfiguration) {
-        let engine = self.engine, results = self.reloads
+        let models = self.models, results = self.reloads
         let frameSize = format.map { (width: $0.width, height: $0.height) }
         let styleOnly = configuration.differsOnlyInStyle(from: stylizer.configuration)
         let manifest = stylizer.manifest
@@ -370,11 +362,11 @@ public final class StylizeStage: Stage {
                         ? try manifest.style?.image.map { try manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
                         : configuration.styleImage
                     let vector = try Stylizer.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image,
-                                                           engine: engine, options: configuration.options)
+                                                           models: models, options: configuration.options)
                     result = .style(vector, image: image)
                 } else {
-                    let stylizer = try Stylizer(configuration, engine: engine)
-                    if configuration.remote == nil { try engine.checkDevice(configuration.options.device) }
+                    let stylizer = try Stylizer(configuration, models: models)
+                    try models.checkDevice(configuration.options.device)
                     // Compile for the current frames here, not on the first frame after the swap.
                     if let frameSize {
                         let size = configuration.inferenceSize.resolve(frameWidth: frameSize.width, frameHeight: frameSize.height,

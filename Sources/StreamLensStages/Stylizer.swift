@@ -34,7 +34,7 @@ final class Stylizer {
     /// The style image the vector came from (arbitrary-style models).
     private(set) var styleImage: String?
     private var styleVector: [Float]?
-    private let engine: InferenceEngine
+    private let loader: ModelLoader
     private var models: [(width: Int, height: Int, model: any ImageInference, output: Int)] = []
     static let cachedSizes = 4
     /// Counts this stylizer in the process's thread budget (local models).
@@ -44,9 +44,9 @@ final class Stylizer {
     /// How the newest compiled model runs (precision, threads), for the stage summary.
     var settings: String { models.last?.model.settings ?? "" }
 
-    init(_ configuration: StylizerConfiguration, engine: InferenceEngine) throws {
+    init(_ configuration: StylizerConfiguration, models loader: ModelLoader) throws {
         self.configuration = configuration
-        self.engine = engine
+        self.loader = loader
         let path = configuration.manifestPath
         guard !path.isEmpty else { throw StageError("no model: set model=PATH to a style model manifest (Models/*.json)") }
         manifest = try ModelManifest.load(path: path)
@@ -59,29 +59,30 @@ final class Stylizer {
             guard let image else {
                 throw StageError("\(path) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy")
             }
-            styleVector = try Self.predictStyle(manifest: manifest, manifestPath: path, image: image, engine: engine, options: configuration.options)
+            styleVector = try Self.predictStyle(manifest: manifest, manifestPath: path, image: image, models: loader, options: configuration.options)
             styleImage = image
         } else if !configuration.styleImage.isEmpty {
             throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")
         }
         // A catalogue model that is not installed fails here, not at the first frame.
-        if configuration.remote == nil { modelUse = engine.registerModel(try manifest.resolve(manifest.model, relativeTo: path)) }
+        if configuration.remote == nil { modelUse = loader.register(model: try manifest.resolve(manifest.model, relativeTo: path)) }
     }
 
     /// The style-prediction network run once on `image`: the vector the transfer network takes.
-    static func predictStyle(manifest: ModelManifest, manifestPath: String, image: String, engine: InferenceEngine,
+    static func predictStyle(manifest: ModelManifest, manifestPath: String, image: String, models: ModelLoader,
                              options: InferenceOptions) throws -> [Float] {
         guard let style = manifest.style else { throw StageError("\(manifestPath) has no style network") }
         var options = options
         if options.device == RemoteSettings.device { options.device = "CPU" } // the style network runs here, once a style
+        options.batchSize = 1 // run once, alone
         let pixels = try StillImage.loadRGB(path: image, width: style.input.width, height: style.input.height)
         let input = ImageInput(width: style.input.width, height: style.input.height, layout: style.input.layout.rawValue,
                                colorOrder: style.input.colorOrder.rawValue, mean: Float(style.input.mean), scale: Float(style.input.scale),
                                name: style.input.name)
         let frame = FrameLayout(width: style.input.width, height: style.input.height, pixelFormat: "RGB", stride: style.input.width * 3)
         do {
-            let model = try engine.loadImageModel(path: try manifest.resolve(style.model, relativeTo: manifestPath), input: input, frame: frame,
-                                                  region: .whole, options: options)
+            let model = try models.load(ModelRequest(source: .file(try manifest.resolve(style.model, relativeTo: manifestPath)), input: input,
+                                                     frame: frame, options: options))
             return try pixels.withUnsafeBytes { try model.infer($0) }.first?.values ?? []
         } catch let error as InferenceError {
             throw StageError("\(manifestPath): style network: \(error.message)")
@@ -121,16 +122,12 @@ final class Stylizer {
         let input = ImageInput(width: width, height: height, layout: m.layout.rawValue, colorOrder: m.colorOrder.rawValue,
                                mean: Float(m.mean), scale: Float(m.scale), name: m.name)
         // The stage hands the model packed pixels already at the inference size and in the
-        // model's channel order: OpenVINO's pre-processing only converts them to floats.
+        // model's channel order: the backend's pre-processing only converts them to floats.
         let frame = FrameLayout(width: width, height: height, pixelFormat: m.colorOrder.rawValue, stride: width * 3)
         let model: any ImageInference
         do {
-            if let remote = configuration.remote {
-                model = try engine.loadRemoteImageModel(address: remote, input: input, frame: frame, region: .whole)
-            } else {
-                model = try engine.loadImageInference(path: try manifest.resolve(manifest.model, relativeTo: path), input: input, frame: frame,
-                                                      region: .whole, options: configuration.options, resizable: true)
-            }
+            let source = try configuration.remote.map(ModelSource.server) ?? .file(try manifest.resolve(manifest.model, relativeTo: path))
+            model = try loader.load(ModelRequest(source: source, input: input, frame: frame, options: configuration.options, resizable: true))
         } catch let error as InferenceError {
             throw StageError("\(path): \(error.message)")
         }

@@ -33,13 +33,19 @@ public final class StageDriver<S: Stage> {
 
     /// The stage built from its table's defaults and `settings` (checked against the table, as
     /// the bridge checks them when a pipeline starts).
-    public init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:]) throws {
+    public convenience init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:]) throws {
+        try self.init(type, settings: values) { try S(settings: $0) }
+    }
+
+    /// The same, the stage made by `make` from the checked settings: a model stage given a
+    /// `ModelLoader` of the test's own (an in-memory backend).
+    public init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:], make: (StageSettings) throws -> S) throws {
         for name in values.keys where !S.descriptor.properties.contains(where: { $0.name == name }) {
             throw StageError("\(S.descriptor.name) has no property \(name)")
         }
         settings = StageSettings(descriptor: S.descriptor, values: values)
         try settings.validate(against: S.descriptor)
-        stage = try S(settings: settings)
+        stage = try make(settings)
         collectNotices()
     }
 

@@ -3,6 +3,7 @@ import StreamLensCore
 import StreamLensGst
 import StreamLensInference
 import StreamLensMetrics
+import StreamLensBackends
 import StreamLensStages
 
 /// The `streamlens` command. Exit codes: 0 clean end of stream (also after Ctrl-C, once the
@@ -81,6 +82,8 @@ func expandedSpec(_ arguments: [String]) throws -> (spec: PipelineSpec, text: St
 }
 
 func initialize() {
+    // The backends this program links: OpenVINO for every local device (remote is built in).
+    StandardBackends.register()
     do { try GStreamer.initialize(stages: builtinStages) } catch { fail("\(error)", code: 1) }
 }
 
@@ -184,7 +187,7 @@ func serveCommand(_ args: [String]) -> Int32 {
     do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("\(templateName): \(e.message)", code: 2) } catch { fail("\(templateName): \(error)", code: 2) }
     let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
     defer { metricsServer?.stop() }
-    InferenceEngine.throughput.store(true, ordering: .relaxed)
+    ThreadBudget.process.throughput.store(true, ordering: .relaxed)
     let set = SourceSet(options: options, expand: expand)
     return set.serve(initial: initial, control: options.control, access: options.controlAccess, echo: !options.quiet)
 }

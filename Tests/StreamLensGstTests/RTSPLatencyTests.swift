@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensGst
 import StreamLensStages
 import Synchronization
@@ -63,6 +64,7 @@ final class StampReaderStage: Stage {
     /// decoder holds no frames) decoded it: worker → player, both in this process.
     @Test(arguments: ["tcp", "udp"])
     func workerToPlayerLatency(_ transport: String) throws {
+        StandardBackends.register() // lensdetect's models run on OpenVINO
         try GStreamer.initialize(stages: builtinStages + [StampStage.self, StampReaderStage.self])
         let port = transport == "tcp" ? 18580 : 18581
         Self.serverOutcome.withLock { $0 = nil }

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensGst
 import StreamLensStages
 import Testing
@@ -40,6 +41,7 @@ final class NumberRegionsStage: Stage {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("m.jsonl").path
+        StandardBackends.register() // lensdetect's models run on OpenVINO
         try GStreamer.initialize(stages: builtinStages + [ManyRegionsStage.self, NumberRegionsStage.self])
         let pipeline = try Pipeline(description: "videotestsrc num-buffers=2 ! video/x-raw,format=RGB,width=320,height=240 ! lenstestregions ! lenstestnumber ! lensoverlay color=id ! lensmetadata location=\(path) ! fakesink")
         pipeline.log = { _ in }

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensGst
 import StreamLensStages
 import Testing
@@ -54,6 +55,7 @@ final class RawFileSinkStage: Stage {
 }
 
 func makePipeline(_ text: String) throws -> Pipeline {
+    StandardBackends.register() // lensdetect's models run on OpenVINO
     try GStreamer.initialize(stages: builtinStages + [InvertStage.self, FailingStage.self, OddDropStage.self, RawFileSinkStage.self])
     let pipeline = try Pipeline(description: text)
     pipeline.log = { _ in }

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensGst
 import StreamLensStages
 import Testing
@@ -38,6 +39,7 @@ private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompon
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("z.jsonl").path
+        StandardBackends.register() // lensdetect's models run on OpenVINO
         try GStreamer.initialize(stages: builtinStages + [WalkerStage.self])
         // The walker's centre: 30 + 8i; it crosses x 160 between frames 16 and 17 and is in
         // "right" (x ≥ 200) from frame 22.
@@ -77,6 +79,7 @@ private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompon
         try ffmpeg.run()
         ffmpeg.waitUntilExit()
         try #require(ffmpeg.terminationStatus == 0)
+        StandardBackends.register() // lensdetect's models run on OpenVINO
         try GStreamer.initialize(stages: builtinStages + [IndexIdStage.self])
         let model = packageRoot.appendingPathComponent("Models/face-full-range.json").path
         let pipeline = try Pipeline(description: "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect model=\(model) threshold=0.5 draw=false ! lenstestindexid ! lenszone lines=mid:320,360,320,0 areas=\"pass:200,0,300,0,300,360,200,360;right:320,0,640,0,640,360,320,360\" ! lensmetadata location=\(path) ! fakesink")

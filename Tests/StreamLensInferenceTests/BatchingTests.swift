@@ -2,6 +2,7 @@ import Foundation
 import StreamLensCore
 import Synchronization
 import StreamLensInference
+import StreamLensOpenVINO
 import Testing
 
 /// batch-size across stages (`InferenceEngine.loadImageInference`, `BatchedModel`): real

@@ -1,6 +1,7 @@
 import Foundation
 import StreamLensCore
 import StreamLensInference
+import StreamLensOpenVINO
 import Testing
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

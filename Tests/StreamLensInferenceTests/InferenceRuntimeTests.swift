@@ -1,6 +1,7 @@
 import Foundation
 import StreamLensCore
 import StreamLensInference
+import StreamLensOpenVINO
 import Testing
 
 /// The process's runtime: the thread budget, compiled models shared between stages, no

@@ -1,5 +1,6 @@
 import Foundation
 @testable import StreamLensInference
+import StreamLensOpenVINO
 import Testing
 
 /// The client's side of the framing: the decoded tensors as the stages get them, refusals as

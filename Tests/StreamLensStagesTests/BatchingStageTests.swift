@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensStages
 import StreamLensTesting
 import Testing
@@ -7,7 +8,10 @@ import Testing
 /// lensdetect's batch-size= and batch-timeout=, the stage alone with real models: what its
 /// summary says, batched or refused.
 @Suite(.serialized) struct BatchingStageTests {
-    init() { _ = FileManager.default.changeCurrentDirectoryPath(packageRoot.path) }
+    init() {
+        _ = FileManager.default.changeCurrentDirectoryPath(packageRoot.path)
+        StandardBackends.register() // the stages' models run on OpenVINO here
+    }
 
     /// MediaPipe's short-range face model reshapes to a batch of 4 but folds it into its anchors
     /// ([1, 3584, 16]): the stage runs it unbatched, finds the face as ever, and says why.

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensStages
 import StreamLensTesting
 import Testing
@@ -7,7 +8,10 @@ import Testing
 /// The model stages alone, frames in memory, real models (OpenVINO, f32): what the bridge
 /// would do with them, without a pipeline.
 @Suite(.serialized) struct ModelStageTests {
-    init() { FileManager.default.changeCurrentDirectoryPath(packageRoot.path) }
+    init() {
+        _ = FileManager.default.changeCurrentDirectoryPath(packageRoot.path)
+        StandardBackends.register() // the stages' models run on OpenVINO here
+    }
 
     /// lensdetect finds the astronaut's face (DetectTests' reference box: x 179.3, y 81.7, 92.1
     /// wide) with two infer requests in flight: frames wait for theirs and leave in order.

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensBackends
 import StreamLensStages
 import StreamLensTesting
 import Testing
@@ -7,7 +8,10 @@ import Testing
 /// lensstylize limited to regions (regions, labels, feather: live), frames in memory with the
 /// regions a detector would have left on them, the real mosaic model.
 @Suite(.serialized) struct StylizeRegionsStageTests {
-    init() { FileManager.default.changeCurrentDirectoryPath(packageRoot.path) }
+    init() {
+        _ = FileManager.default.changeCurrentDirectoryPath(packageRoot.path)
+        StandardBackends.register() // the stages' models run on OpenVINO here
+    }
 
     /// Mean absolute difference inside `boxes` (pixel centres inside), and the number of bytes
     /// changed outside all of them.

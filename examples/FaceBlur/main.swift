@@ -10,6 +10,7 @@
 import Foundation
 import StreamLensCore
 import StreamLensGst
+import StreamLensBackends
 import StreamLensStages
 
 final class BlurStage: Stage {
@@ -63,6 +64,7 @@ let spec = CommandLine.arguments.dropFirst().first
     ?? "filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=BGRx " +
        "! lensdetect draw=false ! lenspixelate ! videoconvert ! pngenc ! filesink location=out/face-blur.png"
 do {
+    StandardBackends.register() // lensdetect's model runs on OpenVINO
     try GStreamer.initialize(stages: builtinStages + [BlurStage.self])
     let pipeline = try Pipeline(description: spec)
     exit(pipeline.run().exitCode)

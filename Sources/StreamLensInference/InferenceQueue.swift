@@ -1,6 +1,5 @@
 import Foundation
 import StreamLensCore
-import StreamLensInference
 
 /// Frames waiting for their inference, oldest first: the one mechanism by which every model
 /// stage keeps requests in flight — OpenVINO infer requests here (`InferenceOptions.requests`),
@@ -10,9 +9,9 @@ import StreamLensInference
 /// A stage submits each frame (or queues it without inference, between `interval`s) and
 /// answers `.pending`; its `finishOldest` takes the oldest result from here. Used by one
 /// worker thread.
-final class InferenceQueue<Context> {
+public final class InferenceQueue<Context> {
     /// What became of one frame's inference.
-    enum Outcome {
+    public enum Outcome {
         /// The model's outputs (in the model's order) and the time from submitting to done.
         case outputs([TensorData], milliseconds: Double)
         /// None was asked for this frame (between `interval`s).
@@ -37,15 +36,17 @@ final class InferenceQueue<Context> {
     private var record = RemoteRecord()
     private var notices: [StageNotice] = []
     /// Whether a server was ever asked (the summary then has its figures).
-    private(set) var usedServer = false
+    public private(set) var usedServer = false
 
-    var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
+    public init() {}
+
+    public var isEmpty: Bool { entries.isEmpty }
+    public var count: Int { entries.count }
 
     /// Starts inference of one frame: its pixels are copied (or pre-processed and sent) now.
     /// A server waiting out a back-off is not asked; the frame is queued without inference.
     /// Throws what submitting threw (nothing is queued then).
-    func submit(_ model: any ImageInference, pixels: UnsafeRawBufferPointer, context: Context) throws {
+    public func submit(_ model: any ImageInference, pixels: UnsafeRawBufferPointer, context: Context) throws {
         if model.remoteAddress != nil {
             usedServer = true
             guard record.mayTry(now: DispatchTime.now().uptimeNanoseconds) else {
@@ -58,14 +59,14 @@ final class InferenceQueue<Context> {
     }
 
     /// Queues a frame that asks for no inference; it leaves in its turn.
-    func queueWithoutInference(_ context: Context) {
+    public func queueWithoutInference(_ context: Context) {
         entries.append(Entry(context: context, request: nil, model: nil))
     }
 
     /// The oldest frame and what became of its inference, once it is in — or at once when
     /// `wait` is set or its model's window of requests in flight is full (then it waits); nil
     /// when it is still running, or nothing is queued.
-    func takeOldest(wait: Bool) -> (context: Context, outcome: Outcome)? {
+    public func takeOldest(wait: Bool) -> (context: Context, outcome: Outcome)? {
         guard let entry = entries.first else { return nil }
         guard let request = entry.request, let model = entry.model else {
             entries.removeFirst()
@@ -94,9 +95,9 @@ final class InferenceQueue<Context> {
     }
 
     /// The server's figures for the end-of-stream summary, when one was asked.
-    var summary: String? { usedServer ? record.summary : nil }
+    public var summary: String? { usedServer ? record.summary : nil }
 
-    func takeNotices() -> [StageNotice] {
+    public func takeNotices() -> [StageNotice] {
         defer { notices = [] }
         return notices
     }
