@@ -38,6 +38,7 @@ public protocol ObjectTracker: AnyObject, SendableMetatype {
 public enum TrackerRegistry {
     public static let trackers: [any ObjectTracker.Type] = [
         MultiObjectTracker.self,
+        IoUTracker.self,
     ]
 
     public static var names: [String] { trackers.map { $0.name } }
