@@ -8,6 +8,7 @@ enum RecordSinkRegistry {
     static let sinks: [any RecordSink.Type] = [
         MetadataWriter.self,
         MQTTRecordSink.self,
+        HTTPRecordSink.self,
     ]
 
     /// Every sink's own properties, in the order of the list.

@@ -14,7 +14,7 @@ import Testing
     @Test func thePropertyTableHoldsEverySinksPropertiesOnce() {
         let names = MetadataStage.descriptor.properties.map(\.name)
         #expect(Set(names).count == names.count, "\(names)")
-        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "mode"], "\(names)")
+        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "timeout-ms", "retries", "mode"], "\(names)")
     }
 
     /// file://PATH is the same file sink as PATH; publish=events keeps only the frames with events.
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func anUnknownSchemeIsRefusedWithTheKnownOnes() {
-        #expect(throws: StageError("property location=amqp://127.0.0.1/t: unknown scheme amqp (file://, mqtt://, mqtts://, or a file path)")) {
+        #expect(throws: StageError("property location=amqp://127.0.0.1/t: unknown scheme amqp (file://, mqtt://, mqtts://, http://, https://, or a file path)")) {
             _ = try StageDriver(MetadataStage.self, settings: ["location": .string("amqp://127.0.0.1/t")])
         }
     }
