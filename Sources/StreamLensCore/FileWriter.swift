@@ -85,7 +85,7 @@ public final class FileWriter: Sendable {
 
     /// End: waits (bounded, `OutputQueue.finish`) for the queued records to be written.
     @discardableResult
-    public func finish() -> OutputQueue.Counts { queue.finish() }
+    public func finish(quiet: Double = 2, atMost: Double = 10) -> OutputQueue.Counts { queue.finish(quiet: quiet, atMost: atMost) }
 
     /// write(2) until all of `data` is out; the errno of a failure, ECANCELED when `givingUp`
     /// turned true. A non-blocking descriptor is written first and waited for in poll(2) when

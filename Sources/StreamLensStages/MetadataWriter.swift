@@ -2,8 +2,8 @@ import Foundation
 import StreamLensCore
 
 /// Writes each frame's regions of interest as one JSON Lines record (schema in
-/// docs/metadata.md; `schemaVersion` on every line). The one writer behind `lensmetadata` and
-/// lensdetect's `metadata` shortcut.
+/// docs/metadata.md; `schemaVersion` on every line). The one writer behind `lensmetadata`'s
+/// files (its record sink for paths, `file://` and `-`) and lensdetect's `metadata` shortcut.
 ///
 /// The file is checked when the stage starts and created (truncated) at the first frame, so a
 /// run that fails to start leaves an existing file as it was; a write error (a full disk, a
@@ -109,6 +109,12 @@ final class MetadataWriter {
     /// Queues the record for one frame (never waits: the file's own queue writes it); notices
     /// when records are dropped (the first time) or writing failed (then nothing more is written).
     func write(_ regions: [RegionOfInterest], frame: Frame) -> [StageNotice] {
+        guard let data = Self.record(regions, frame: frame, encoder: encoder) else { return [] }
+        return take(data)
+    }
+
+    /// Queues one record (a line, newline included), the file created at the first.
+    func take(_ data: Data) -> [StageNotice] {
         if writer == nil, let path = pendingPath {
             pendingPath = nil
             switch FileWriter.create(path, what: "metadata file") {
@@ -118,19 +124,18 @@ final class MetadataWriter {
         }
         guard let writer else { return [] }
         var notices: [StageNotice] = []
-        if let data = Self.record(regions, frame: frame, encoder: encoder),
-           writer.write(data) == .dropped(first: true) {
+        if writer.write(data) == .dropped(first: true) {
             notices.append(StageNotice(.warning, "metadata to \(writer.name) is not being read fast enough: records are dropped (\(OutputQueue.defaultCapacity) wait at most; the summary counts them), the video goes on"))
         }
         if let failure = writer.takeFailure() { notices.append(failureNotice(failure)) }
         return notices
     }
 
-    /// End of stream: waits (at most 2 s without progress, 10 s in all) for the queued
-    /// records; the notice of a write that failed meanwhile.
-    func finish() -> [StageNotice] {
+    /// End of stream: waits (by default at most 2 s without progress, 10 s in all) for the
+    /// queued records; the notice of a write that failed meanwhile.
+    func finish(quiet: Double = 2, atMost: Double = 10) -> [StageNotice] {
         guard let writer, final == nil else { return [] }
-        final = writer.finish()
+        final = writer.finish(quiet: quiet, atMost: atMost)
         return writer.takeFailure().map { [failureNotice($0)] } ?? []
     }
 
@@ -157,7 +162,7 @@ final class MetadataWriter {
         return encoder
     }
 
-    /// One frame's record, newline included: the line of the file, and the MQTT message.
+    /// One frame's record, newline included: the line of the file, what every record sink takes.
     static func record(_ regions: [RegionOfInterest], frame: Frame, encoder: JSONEncoder) -> Data? {
         var line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
                         width: frame.format.width, height: frame.format.height, detections: regions.map(Region.init))
@@ -167,5 +172,16 @@ final class MetadataWriter {
         guard var data = try? encoder.encode(line) else { return nil }
         data.append(0x0A)
         return data
+    }
+}
+
+/// lensmetadata's sink for files: a path (or `file://PATH`), `-` for standard output.
+extension MetadataWriter: RecordSink {
+    static let schemes = ["file"]
+    static let usage = "a JSON Lines file (a path or file://PATH, created at its first record) or - for standard output"
+    static let properties: [PropertySpec] = []
+
+    convenience init(location: String, settings: StageSettings) throws {
+        try self.init(location: location.hasPrefix("file://") ? String(location.dropFirst("file://".count)) : location)
     }
 }

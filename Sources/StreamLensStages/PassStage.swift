@@ -1,6 +1,5 @@
 import Foundation
 import StreamLensCore
-import StreamLensRTSP
 
 /// `lenspass`: pushes every frame on unchanged — the same buffer, no map, no copy. It measures
 /// what the bridge itself costs (`make bench-bridge`), and with `delay` it stands in for a slow
@@ -33,10 +32,4 @@ public final class PassStage: Stage {
     }
 
     public var latencyNanoseconds: UInt64 { UInt64(delay) * 1_000_000 }
-}
-
-/// Every stage this build provides, in the order `streamlens stages` lists them.
-public var builtinStages: [any Stage.Type] {
-    [PassStage.self, DetectStage.self, ClassifyStage.self, TrackStage.self, ZoneStage.self, BlurStage.self, OverlayStage.self, MetadataStage.self, SnapshotStage.self, StylizeStage.self,
-     WatchdogStage.self, RTSPStage.self]
 }

@@ -1,8 +1,9 @@
 import Foundation
 import StreamLensCore
 
-/// `lenstrack`: gives every object an id that stays with it (ByteTrack's association on SORT's
-/// Kalman filter: `MultiObjectTracker`), written on its region (meta `object_id`, JSON Lines
+/// `lenstrack`: gives every object an id that stays with it (by default ByteTrack's association
+/// on SORT's Kalman filter, `MultiObjectTracker`; `tracker=` picks another from
+/// `TrackerRegistry`), written on its region (meta `object_id`, JSON Lines
 /// `object_id`) for the stages after it — lenszone counts by it, lensblur holds by it,
 /// lensoverlay colours by it (`color=id`).
 ///
@@ -16,19 +17,21 @@ import StreamLensCore
 public final class TrackStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lenstrack",
-        summary: "Track objects across frames (Kalman filter, two-pass IoU association): an id on every region, predicted boxes between detector runs and through short occlusions",
+        summary: "Track objects across frames (tracker=" + TrackerRegistry.names.joined(separator: "|") + "; bytetrack, the default: Kalman filter, two-pass IoU association): an id on every region, predicted boxes between detector runs and through short occlusions",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect draw=false interval=2 ! lenstrack ! lensoverlay color=id ! fakesink",
         properties: [
+            PropertySpec("tracker", .choice(TrackerRegistry.names), default: .string(TrackerRegistry.trackers[0].name),
+                         help: "how objects are followed: " + TrackerRegistry.trackers.map { "\($0.name), \($0.help)" }.joined(separator: "; ")),
             PropertySpec("high-score", .double(0...1), default: .double(0.5), live: true,
-                         help: "detections scoring at least this are matched first and may start tracks"),
+                         help: "bytetrack only: detections scoring at least this are matched first and may start tracks"),
             PropertySpec("low-score", .double(0...1), default: .double(0.1), live: true,
-                         help: "weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
+                         help: "bytetrack only: weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
             PropertySpec("match-iou", .double(0.01...1), default: .double(0.2), live: true,
-                         help: "minimum overlap (IoU) of a track's predicted box and a detection to pair them"),
+                         help: "minimum overlap (IoU) of a track's box (bytetrack: its predicted box) and a detection to pair them"),
             PropertySpec("min-hits", .int(1...100), default: .int(3), live: true,
                          help: "detections before a track is confirmed and gets its id"),
             PropertySpec("max-age", .int(0...10000), default: .int(30), live: true,
-                         help: "frames a confirmed track lives on without a detection (reported at its predicted place, then forgotten)"),
+                         help: "frames a confirmed track lives on without a detection (reported where the tracker expects it, then forgotten)"),
             PropertySpec("per-class", .bool, default: .bool(true), live: true,
                          help: "a track pairs only with detections of its own label"),
             PropertySpec("labels", .string, default: .string(""), live: true,
@@ -36,11 +39,17 @@ public final class TrackStage: Stage {
         ])
 
     struct Settings {
-        var tracker: MultiObjectTracker.Settings
+        var kind: any ObjectTracker.Type
+        var tracker: TrackerSettings
         var labels: Set<String>?
 
         init(_ settings: StageSettings) throws {
-            var t = MultiObjectTracker.Settings()
+            let name = settings.string("tracker")
+            guard let kind = TrackerRegistry.tracker(named: name) else {
+                throw StageError("property tracker=\(name) is not one of \(TrackerRegistry.names.joined(separator: ", "))")
+            }
+            self.kind = kind
+            var t = TrackerSettings()
             t.highScore = settings.double("high-score")
             t.lowScore = settings.double("low-score")
             guard t.lowScore <= t.highScore else {
@@ -58,14 +67,14 @@ public final class TrackStage: Stage {
     }
 
     private var settings: Settings
-    private let tracker: MultiObjectTracker
+    private let tracker: any ObjectTracker
     private var notices: [StageNotice] = []
     private var updateTimes: [Double] = []
     private var predictedReported = 0
 
     public init(settings: StageSettings) throws {
         self.settings = try Settings(settings)
-        tracker = MultiObjectTracker(settings: self.settings.tracker)
+        tracker = self.settings.kind.init(settings: self.settings.tracker, firstId: 1)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -91,7 +100,7 @@ public final class TrackStage: Stage {
             for (report, _) in predictions where report.id >= 0 && report.missed > 0 { added.append(predicted(report)) }
         } else {
             let inputs = tracked.map { i in
-                MultiObjectTracker.Input(box: all[i].box, score: all[i].confidence, labelId: all[i].labelId, label: all[i].label)
+                TrackerInput(box: all[i].box, score: all[i].confidence, labelId: all[i].labelId, label: all[i].label)
             }
             for report in tracker.update(inputs) {
                 if let d = report.detection {
@@ -114,7 +123,7 @@ public final class TrackStage: Stage {
 
     /// A confirmed track the detector did not find here, at its predicted place (clipped to the
     /// frame by the stages that draw or blur it).
-    private func predicted(_ report: MultiObjectTracker.Report) -> RegionOfInterest {
+    private func predicted(_ report: TrackReport) -> RegionOfInterest {
         RegionOfInterest(label: report.label, labelId: report.labelId, x: report.box.xMin, y: report.box.yMin,
                          width: report.box.width, height: report.box.height, confidence: report.score, objectId: report.id,
                          estimate: .predicted)

@@ -124,4 +124,20 @@ extension TrackBlurTests {
         #expect(countFrames(out) == Self.frames)
         #expect(run.stderr.contains("regions hidden") && run.stderr.contains("2 ids given"), "\(run.stderr)")
     }
+
+    /// tracker=iou on one still face (the astronaut, 20 frames): every record's face carries
+    /// the same id from min-hits on, and no other id appears.
+    @Test func theIoUTrackerGivesAStillFaceOneId() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let jsonl = dir.appendingPathComponent("t.jsonl").path
+        let run = try CLI.run(["run", "-q", "filesrc location=\(Self.astronaut) ! pngdec ! imagefreeze num-buffers=20 ! videoconvert ! video/x-raw,format=RGB ! " +
+                               "lensdetect draw=false ! lenstrack tracker=iou ! lensmetadata location=\(jsonl) ! fakesink"], timeout: 120)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = try Self.regions(jsonl)
+        try #require(lines.count == 20)
+        let ids = Set(lines.flatMap { $0.map(\.id) }.filter { $0 >= 0 })
+        #expect(ids.count == 1, "ids \(ids.sorted())")
+        #expect(lines.dropFirst(2).allSatisfy { $0.count == 1 && $0[0].id >= 0 }, "\(lines.map { $0.map(\.id) })")
+    }
 }

@@ -42,5 +42,28 @@ import Testing
         #expect(throws: StageError("property low-score=0.8 is above high-score=0.5")) {
             _ = try StageDriver(TrackStage.self, settings: ["low-score": .double(0.8)])
         }
+        #expect(throws: StageError("property tracker=sort is not one of bytetrack, iou")) {
+            _ = try StageDriver(TrackStage.self, settings: ["tracker": .string("sort")])
+        }
+    }
+
+    /// tracker=iou: a face that stays put gets one id after min-hits; a frame the detector
+    /// skipped keeps its box where it was, and a missed frame reports it there.
+    @Test func theIoUTrackerKeepsAStillFacesId() throws {
+        let driver = try StageDriver(TrackStage.self, settings: ["tracker": .string("iou")])
+        try driver.start(Self.format)
+        var ids: [Int] = []
+        for n in 0..<8 {
+            // Frame 5 the detector skipped: its box is frame 4's again, marked held.
+            let x = n == 5 ? 100 : 100 + Double(n % 2)
+            let out = try #require(driver.push(Self.blank, regions: [Self.face(x, estimate: n == 5 ? .held : nil)]).first)
+            let r = try #require(out.pixels.regions.first)
+            ids.append(r.objectId)
+            if n == 5 { #expect(r.x == 100 && r.estimate == .predicted, "held box at \(r.x)") }
+        }
+        #expect(ids == [-1, -1, 1, 1, 1, 1, 1, 1], "\(ids)")
+        let missed = try #require(driver.push(Self.blank, regions: []).first?.pixels.regions.first)
+        #expect(missed.objectId == 1 && missed.x == 101 && missed.estimate == .predicted)
+        #expect(driver.stage.summary?.contains("1 ids given") == true, "\(driver.stage.summary ?? "")")
     }
 }

@@ -15,34 +15,13 @@
 /// Frames come in two kinds: `update` with the detector's results of this frame, and `predict`
 /// for a frame the detector did not look at (lensdetect `interval`): every track moves on by
 /// its velocity.
-public final class MultiObjectTracker {
-    public struct Settings: Sendable, Equatable {
-        public var highScore = 0.5
-        public var lowScore = 0.1
-        /// Minimum IoU between a track's predicted box and a detection (passes 1 and 3).
-        public var matchIoU = 0.2
-        /// Minimum IoU in pass 2 (weak detections need a closer fit).
-        public var lowMatchIoU = 0.5
-        public var minHits = 3
-        public var maxAge = 30
-        public var perClass = true
-        public init() {}
-    }
+public final class MultiObjectTracker: ObjectTracker {
+    public typealias Settings = TrackerSettings
+    public typealias Report = TrackReport
+    public typealias Input = TrackerInput
 
-    /// One track as the caller sees it after a frame.
-    public struct Report: Sendable, Equatable {
-        /// Its id once confirmed, -1 while tentative.
-        public var id: Int
-        public var box: Box
-        public var labelId: Int
-        public var label: String
-        public var score: Double?
-        /// The index of the detection it was paired with on this frame; nil when it was not
-        /// (the box is the filter's prediction).
-        public var detection: Int?
-        /// Frames since its last detection (0: detected on this frame).
-        public var missed: Int
-    }
+    public static let name = "bytetrack"
+    public static let help = "ByteTrack's two passes by score (high-score, low-score) on a Kalman filter per track: boxes move on between detector runs and through short occlusions"
 
     struct Track {
         var id: Int            // -1 until confirmed
@@ -68,17 +47,6 @@ public final class MultiObjectTracker {
     }
 
     public var trackCount: Int { tracks.count }
-
-    /// A detection as the tracker takes it.
-    public struct Input: Sendable, Equatable {
-        public var box: Box
-        public var score: Double?
-        public var labelId: Int
-        public var label: String
-        public init(box: Box, score: Double?, labelId: Int, label: String) {
-            self.box = box; self.score = score; self.labelId = labelId; self.label = label
-        }
-    }
 
     /// A frame the detector looked at: its detections (any order). Returns every track that is
     /// confirmed or was paired on this frame, in the order of the detections first, then the

@@ -1,20 +1,20 @@
 import Foundation
-import StreamLensCore
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
 
-// HTTP/1.1 over plain TCP sockets, connections kept alive: the transport of the Open Inference
-// Protocol client, and the only Swift in StreamLens that touches sockets.
+// HTTP/1.1 over plain TCP sockets, connections kept alive: the one HTTP client of StreamLens —
+// the Open Inference Protocol client's transport (StreamLensInference) and lensmetadata's
+// http:// record sink. Plain POSIX sockets, so it lives in the core with no C of its own.
 //
-// Why not URLSession: on Linux (swift-corelibs-foundation, libcurl underneath) one 197 KB POST
-// to a loopback Triton took 15 ms at the median where the same request on a kept-alive socket
-// took 7 ms, and NVIDIA's own tritonclient 6.9 ms (measured here, release builds) — more than
-// the 2 ms a request the protocol may add. HTTP/1.1 with Content-Length bodies is all the
-// protocol needs; chunked answers are read too (HTTPResponseReader, in StreamLensCore).
+// Why not URLSession: on Linux (swift-corelibs-foundation, libcurl underneath) a request took
+// about twice as long as on a kept-alive socket of our own, more than the time a remote
+// inference may add (the figures are in the commit that brought this file). HTTP/1.1 with
+// Content-Length bodies is all StreamLens sends; chunked answers are read too
+// (HTTPResponseReader). No TLS: https:// addresses are refused where they are given.
 
-/// One TCP connection to `host:port`. Answers are read by `HTTPResponseReader` (StreamLensCore),
+/// One TCP connection to `host:port`. Answers are read by `HTTPResponseReader`,
 /// which checks every length the server gives; this reads and writes the socket under one
 /// deadline for the whole exchange, so a server that trickles its answer a byte at a time costs
 /// at most the request's timeout.
@@ -141,20 +141,21 @@ final class HTTPConnection: @unchecked Sendable {
 
 /// Connections to one server, kept alive and shared by requests that run at the same time
 /// (one connection per request in flight).
-final class HTTPClient: Sendable {
-    let host: String
-    let port: Int
-    let timeout: Double
+public final class HTTPClient: Sendable {
+    public let host: String
+    public let port: Int
+    /// Each exchange's deadline, in seconds: connecting, sending, the whole answer.
+    public let timeout: Double
     private let idle = Mutex<[HTTPConnection]>([])
 
-    init(host: String, port: Int, timeout: Double) {
+    public init(host: String, port: Int, timeout: Double) {
         self.host = host; self.port = port; self.timeout = timeout
     }
 
     /// One exchange on an idle connection (or a new one). A kept-alive connection the server
     /// closed meanwhile fails before any byte of an answer: that one is tried again on a new
     /// connection. Any other failure is the request's.
-    func exchange(method: String, path: String, headers: [(String, String)] = [], body: Data = Data()) throws -> HTTPResponse {
+    public func exchange(method: String, path: String, headers: [(String, String)] = [], body: Data = Data()) throws -> HTTPResponse {
         let hostHeader = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         if let reused = idle.withLock({ $0.popLast() }) {
             do {

@@ -1,0 +1,34 @@
+import Foundation
+import StreamLensCore
+
+/// lensmetadata's record sinks, by the scheme of `location`. A new sink is one file (a class
+/// conforming to `RecordSink`, its properties with it) plus its line here: Swift has no static
+/// initialisers, so this list is where sinks are named once.
+enum RecordSinkRegistry {
+    static let sinks: [any RecordSink.Type] = [
+        MetadataWriter.self,
+        MQTTRecordSink.self,
+        HTTPRecordSink.self,
+    ]
+
+    /// Every sink's own properties, in the order of the list.
+    static var properties: [PropertySpec] { sinks.flatMap { $0.properties } }
+
+    /// Every sink's `usage`, for the `location` property's help.
+    static var usage: String { sinks.map { $0.usage }.joined(separator: "; ") }
+
+    /// The sink for `location`, opened. A location of the form `scheme://…` goes by its scheme
+    /// unless a file of that very name exists, so that amqp://… is refused by name instead of
+    /// becoming a file of that name; anything else is a path.
+    static func open(_ location: String, settings: StageSettings) throws -> any RecordSink {
+        var scheme = "file"
+        if let separator = location.range(of: "://"), !FileManager.default.fileExists(atPath: location) {
+            scheme = location[..<separator.lowerBound].lowercased()
+        }
+        guard let sink = sinks.first(where: { $0.schemes.contains(scheme) }) else {
+            let known = sinks.flatMap { $0.schemes }.map { "\($0)://" }.joined(separator: ", ")
+            throw StageError("property location=\(location): unknown scheme \(scheme) (\(known), or a file path)")
+        }
+        return try sink.init(location: location, settings: settings)
+    }
+}
