@@ -54,7 +54,7 @@ APT_PACKAGES=(
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
-  # curl scrapes `streamlens run --metrics` in the tests and the README's example
+  # curl scrapes `streamlens run --metrics` in the tests and docs/outputs.md's example
   curl
   # The MQTT TLS tests make a throwaway CA and broker certificate with it
   openssl

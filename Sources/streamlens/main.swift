@@ -14,7 +14,7 @@ let usage = """
                           SPEC [NAME=value …]
            streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control adds and removes them)
            streamlens inspect SPEC [NAME=value …]
-           streamlens stages [STAGE]
+           streamlens stages [--markdown] [STAGE…]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
            streamlens train-style STYLE_IMAGE --out PATH [options]       (train a style network; --help lists options)
            streamlens models list | fetch NAME…|all [--from DIR|URL] | verify [NAME…] | path [NAME]
@@ -51,7 +51,8 @@ let usage = """
                 SOCKET: add NAME URI, remove NAME (its outputs finalized), sources (JSON),
                 set/get/list NAME …(as run's, in that source), help
       inspect   print the expanded pipeline and its elements, without running it
-      stages    list the stages with their properties, defaults and help
+      stages    list the stages with their properties, defaults and help; --markdown: each
+                stage's reference page (docs/stages/, rewritten by tools/gen-stage-docs.sh)
       models    third-party model files (Models/model-catalogue.json): list them, fetch and verify
                 them (sha256) into the model store, $STREAMLENS_MODELS or
                 ~/.local/share/streamlens/models; --from or $STREAMLENS_MODEL_MIRROR: a mirror
@@ -230,9 +231,16 @@ func inspectCommand(_ args: [String]) -> Int32 {
     return 0
 }
 
-func stagesCommand(_ args: [String]) -> Int32 {
+func stagesCommand(_ arguments: [String]) -> Int32 {
+    let markdown = arguments.contains("--markdown")
+    let args = arguments.filter { $0 != "--markdown" }
+    if let option = args.first(where: { $0.hasPrefix("-") }) { fail("unknown option \(option) (stages takes --markdown)", code: 2) }
     let stages = builtinStages.map { $0.descriptor }.filter { args.isEmpty || args.contains($0.name) }
     if stages.isEmpty { fail("unknown stage \(args.joined(separator: " ")) (`streamlens stages` lists them)", code: 2) }
+    if markdown {
+        print(stages.map(\.markdown).joined(separator: "\n"), terminator: "")
+        return 0
+    }
     for d in stages {
         printOut("\(d.name): \(d.summary)")
         printOut("  example: streamlens run '\(d.example)'")
