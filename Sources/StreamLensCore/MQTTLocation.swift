@@ -42,37 +42,15 @@ public struct MQTTLocation: Equatable, Sendable {
         guard !topic.contains("+"), !topic.contains("#") else {
             throw bad("topic \(topic) holds a wildcard (+ or #): one publishes to a plain topic")
         }
-        guard !authority.contains("@") else {
-            throw bad("no user or password in the URL: use credentials= (a file) or STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD")
-        }
-        var hostPart = authority, portPart: Substring? = nil
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw bad("unclosed [ in the host") }
-            hostPart = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw bad("expected :PORT after ]") }
-                portPart = after.dropFirst()
-            }
-        } else if let colon = authority.lastIndex(of: ":") {
-            hostPart = authority[..<colon]
-            portPart = authority[authority.index(after: colon)...]
-        }
-        guard !hostPart.isEmpty else { throw bad("no host") }
-        host = String(hostPart)
-        if let portPart {
-            guard let p = Int(portPart), (1...65535).contains(p) else {
-                throw bad("bad port \(portPart) (1…65535)")
-            }
-            port = p
-        } else {
-            port = tls ? 8883 : 1883
-        }
+        let parsed = try URLAuthority(parsing: authority, defaultPort: tls ? 8883 : 1883, noHost: "no host",
+                                      credentials: "no user or password in the URL: use credentials= (a file) or STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD",
+                                      bad: bad)
+        host = parsed.host
+        port = parsed.port
     }
 
     /// The URL as given back in messages.
     public var description: String {
-        let h = host.contains(":") ? "[\(host)]" : host
-        return "\(tls ? "mqtts" : "mqtt")://\(h):\(port)/\(topic)"
+        "\(tls ? "mqtts" : "mqtt")://\(URLAuthority(host: host, port: port).description)/\(topic)"
     }
 }

@@ -54,6 +54,23 @@ public struct ImageInput: Sendable, Equatable {
     }
 }
 
+extension ImageInput {
+    /// Which of a model's inputs takes the frames: the one `name` names, or the only one.
+    /// `model` names the model (its file, or its server) in the message.
+    public func imageInputIndex(among inputs: [String], of model: String) throws -> Int {
+        if let name {
+            guard let i = inputs.firstIndex(of: name) else {
+                throw InferenceError("\(model) has no input named \(name) (inputs: \(inputs.joined(separator: ", ")))")
+            }
+            return i
+        }
+        guard inputs.count == 1 else {
+            throw InferenceError("\(model) has \(inputs.count) inputs (\(inputs.joined(separator: ", "))); name the image input in the manifest's input.name")
+        }
+        return 0
+    }
+}
+
 /// The frames a compiled model will receive: packed 8-bit RGB-family pixels.
 public struct FrameLayout: Sendable, Equatable {
     public var width: Int

@@ -92,18 +92,7 @@ public final class RemoteBackend: InferenceBackend {
         let client = OpenInferenceClient(address: address)
         let metadata = try client.metadata()
         let server = address.description
-        let imageIndex: Int
-        if let name = input.name {
-            guard let i = metadata.inputs.firstIndex(where: { $0.name == name }) else {
-                throw InferenceError("\(server) has no input named \(name) (inputs: \(metadata.inputs.map(\.name).joined(separator: ", ")))")
-            }
-            imageIndex = i
-        } else {
-            guard metadata.inputs.count == 1 else {
-                throw InferenceError("\(server) has \(metadata.inputs.count) inputs (\(metadata.inputs.map(\.name).joined(separator: ", "))); name the image input in the manifest's input.name")
-            }
-            imageIndex = 0
-        }
+        let imageIndex = try input.imageInputIndex(among: metadata.inputs.map(\.name), of: server)
         for port in metadata.inputs where port.datatype != "FP32" {
             throw InferenceError("\(server) takes input \(port.name) as \(port.datatype); StreamLens sends FP32 (serve the model with FP32 inputs)")
         }

@@ -9,20 +9,9 @@ import Synchronization
 extension InferenceEngine {
     /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled.
     func compile(_ model: OpaquePointer, input: ImageInput, frame: FrameLayout, colorFormat: ov_color_format_e, region: FrameRegion,
-                         options: InferenceOptions, plan: ThreadPlan, resizable: Bool, batch: Int, label path: String) throws -> CompiledModel {
+                 options: InferenceOptions, plan: ThreadPlan, resizable: Bool, batch: Int, label path: String) throws -> CompiledModel {
         let inputs = try ports(model, inputs: true)
-        let imageIndex: Int
-        if let name = input.name {
-            guard let i = inputs.firstIndex(where: { $0.name == name }) else {
-                throw InferenceError("\(path) has no input named \(name) (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
-            }
-            imageIndex = i
-        } else {
-            guard inputs.count == 1 else {
-                throw InferenceError("\(path) has \(inputs.count) inputs (\(inputs.map(\.name).joined(separator: ", "))); name the image input in the manifest's input.name")
-            }
-            imageIndex = 0
-        }
+        let imageIndex = try input.imageInputIndex(among: inputs.map(\.name), of: path)
         try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable, batch: batch)
 
         var ppp: OpaquePointer?

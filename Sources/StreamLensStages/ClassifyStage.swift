@@ -113,16 +113,8 @@ public final class ClassifyStage: Stage {
         let input = ImageInput(width: w, height: h, layout: manifest.input.layout.rawValue, colorOrder: manifest.input.colorOrder.rawValue,
                                mean: Float(manifest.mean), scale: Float(manifest.scale))
         let layout = FrameLayout(width: w, height: h, pixelFormat: gray ? "GRAY8" : "RGB", stride: w * (gray ? 1 : 3))
-        do {
-            let model = try models.load(ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options,
-                                                     resizable: manifest.input.resizable))
-            outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
-            self.model = model
-        } catch let error as InferenceError {
-            throw StageError("\(manifestPath): \(error.message)")
-        } catch let error as StageError {
-            throw StageError("\(manifestPath): \(error.message)")
-        }
+        let request = ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options, resizable: manifest.input.resizable)
+        (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {

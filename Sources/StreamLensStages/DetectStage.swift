@@ -163,18 +163,10 @@ public final class DetectStage: Stage {
         let input = ImageInput(width: manifest.input.width, height: manifest.input.height, layout: manifest.input.layout.rawValue,
                                colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
-        do {
-            let source = try RemoteSettings.address(settings, manifestPath: manifestPath).map(ModelSource.server)
-                ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))
-            let model = try models.load(ModelRequest(source: source, input: input, frame: frame, region: region, options: options,
-                                                     resizable: manifest.input.resizable))
-            outputIndices = try decoder.bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
-            self.model = model
-        } catch let error as InferenceError {
-            throw StageError("\(manifestPath): \(error.message)")
-        } catch let error as StageError {
-            throw StageError("\(manifestPath): \(error.message)")
-        }
+        let source = try RemoteSettings.address(settings, manifestPath: manifestPath).map(ModelSource.server)
+            ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))
+        let request = ModelRequest(source: source, input: input, frame: frame, region: region, options: options, resizable: manifest.input.resizable)
+        (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
         self.geometry = geometry
         last = []
     }

@@ -35,7 +35,7 @@ final class HTTPRecordSink: RecordSink {
         var path: String
 
         var description: String {
-            "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
+            "http://\(URLAuthority(host: host, port: port).description)\(path)"
         }
 
         /// A StageError naming the `location` property and what is wrong.
@@ -52,28 +52,11 @@ final class HTTPRecordSink: RecordSink {
             let target = rest[end...]
             path = target.isEmpty ? "/" : target.hasPrefix("?") ? "/" + target : String(target)
             guard !path.contains(where: { $0 == " " || $0.isNewline }) else { throw bad("the path holds a space or a line break (write them %-encoded)") }
-            guard !authority.contains("@") else { throw bad("no user or password in the URL") }
-            var hostPart = authority, portPart: Substring? = nil
-            if authority.hasPrefix("[") {
-                guard let close = authority.firstIndex(of: "]") else { throw bad("unclosed [ in the host") }
-                hostPart = authority[authority.index(after: authority.startIndex)..<close]
-                let after = authority[authority.index(after: close)...]
-                if !after.isEmpty {
-                    guard after.hasPrefix(":") else { throw bad("expected :PORT after ]") }
-                    portPart = after.dropFirst()
-                }
-            } else if let colon = authority.lastIndex(of: ":") {
-                hostPart = authority[..<colon]
-                portPart = authority[authority.index(after: colon)...]
-            }
-            guard !hostPart.isEmpty else { throw bad("no host (write http://HOST:PORT/PATH, e.g. http://127.0.0.1:8080/streamlens)") }
-            host = String(hostPart)
-            if let portPart {
-                guard let p = Int(portPart), (1...65535).contains(p) else { throw bad("bad port \(portPart) (1…65535)") }
-                port = p
-            } else {
-                port = 80
-            }
+            let parsed = try URLAuthority(parsing: authority, defaultPort: 80,
+                                          noHost: "no host (write http://HOST:PORT/PATH, e.g. http://127.0.0.1:8080/streamlens)",
+                                          credentials: "no user or password in the URL", bad: bad)
+            host = parsed.host
+            port = parsed.port
         }
     }
 

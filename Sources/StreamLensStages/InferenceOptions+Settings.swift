@@ -46,3 +46,20 @@ extension InferenceOptions {
                      help: "milliseconds a frame waits for others to fill its batch (batch-size > 1); then the frames there run, each on its own"),
     ]
 }
+
+extension ModelLoader {
+    /// The model of the manifest at `manifestPath`, its outputs bound by the stage's decoder
+    /// (`bind`: the output indices the decoder reads); any failure, the backend's or the
+    /// decoder's, is a StageError naming the manifest.
+    func load(_ request: ModelRequest, manifest manifestPath: String,
+              bind: ([ModelOutput]) throws -> [Int]) throws -> (model: any ImageInference, outputs: [Int]) {
+        do {
+            let model = try load(request)
+            return (model, try bind(model.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) }))
+        } catch let error as InferenceError {
+            throw StageError("\(manifestPath): \(error.message)")
+        } catch let error as StageError {
+            throw StageError("\(manifestPath): \(error.message)")
+        }
+    }
+}

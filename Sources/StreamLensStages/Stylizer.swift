@@ -124,22 +124,16 @@ final class Stylizer {
         // The stage hands the model packed pixels already at the inference size and in the
         // model's channel order: the backend's pre-processing only converts them to floats.
         let frame = FrameLayout(width: width, height: height, pixelFormat: m.colorOrder.rawValue, stride: width * 3)
-        let model: any ImageInference
-        do {
-            let source = try configuration.remote.map(ModelSource.server) ?? .file(try manifest.resolve(manifest.model, relativeTo: path))
-            model = try loader.load(ModelRequest(source: source, input: input, frame: frame, options: configuration.options, resizable: true))
-        } catch let error as InferenceError {
-            throw StageError("\(path): \(error.message)")
-        }
-        let outputIndex: Int
-        if let name = output.output {
-            guard let i = model.outputs.firstIndex(where: { $0.name == name }) else {
-                throw StageError("\(path): the model has no output named \(name) (outputs: \(model.outputs.map(\.name).joined(separator: ", ")))")
+        let source = try configuration.remote.map(ModelSource.server) ?? .file(try manifest.resolve(manifest.model, relativeTo: path))
+        let request = ModelRequest(source: source, input: input, frame: frame, options: configuration.options, resizable: true)
+        let (model, bound) = try loader.load(request, manifest: path) { outputs in
+            guard let name = output.output else { return [0] }
+            guard let i = outputs.firstIndex(where: { $0.name == name }) else {
+                throw StageError("the model has no output named \(name) (outputs: \(outputs.map(\.name).joined(separator: ", ")))")
             }
-            outputIndex = i
-        } else {
-            outputIndex = 0
+            return [i]
         }
+        let outputIndex = bound[0]
         let shape = model.outputs[outputIndex].shape
         guard FloatImage.size(ofShape: shape, planar: output.layout == .nchw) != nil else {
             throw StageError("\(path): the model's output \(shape) is not a 3-channel \(output.layout.rawValue) image")
