@@ -307,9 +307,7 @@ public final class SourceSet: @unchecked Sendable {
             case .remove(let name):
                 return remove(name: name).map { "error: \($0)" } ?? "ok"
             case .sources:
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                return String(decoding: try encoder.encode(statuses()), as: UTF8.self)
+                return String(decoding: try JSONEncoder.stable().encode(statuses()), as: UTF8.self)
             case .source(let name, let inner):
                 lock.lock()
                 let source = sources.first { $0.name == name }

@@ -132,10 +132,7 @@ public final class RTSPStage: Stage {
         notices.append(StageNotice(.info, count == 0 ? "no clients" : count == 1 ? "1 client" : "\(count) clients"))
     }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var metrics: [Metric] {
         [.gauge("streamlens_rtsp_clients", "RTSP clients watching (checked every 100 ms)", labels: [("mount", server.configuration.mount)], Double(clients))]
