@@ -42,4 +42,38 @@ import Testing
         let text = String(decoding: try JSONEncoder.stable().encode(["b": "x/y", "a": "z"]), as: UTF8.self)
         #expect(text == #"{"a":"z","b":"x/y"}"#)
     }
+
+    @Test func userAndPasswordFromAFileOrTheEnvironment() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("toolkit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("auth").path
+        try "viewer:s3:cret\nignored\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try UserPassword.resolve(file: file, fileName: "auth-file", variables: "X", environment: ["X_USER": "other"], basic: true)
+                == UserPassword(user: "viewer", password: "s3:cret"))
+        try "viewer:\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try UserPassword.resolve(file: file, fileName: "credentials file", variables: "X", environment: [:])?.password == "")
+        #expect(throws: StageError("auth-file \(file) must hold user:password on its first line")) {
+            try UserPassword.resolve(file: file, fileName: "auth-file", variables: "X", environment: [:], basic: true)
+        }
+        #expect(try UserPassword.resolve(file: "", fileName: "f", variables: "X", environment: [:]) == nil)
+        #expect(try UserPassword.resolve(file: "", fileName: "f", variables: "X", environment: ["X_USER": "u", "X_PASSWORD": "p"])
+                == UserPassword(user: "u", password: "p"))
+        #expect(throws: StageError("X_USER is set but X_PASSWORD is not: set both, or neither")) {
+            try UserPassword.resolve(file: "", fileName: "f", variables: "X", environment: ["X_USER": "u"])
+        }
+        #expect(throws: StageError("X_PASSWORD is set but X_USER is not: set both for authentication, or neither")) {
+            try UserPassword.resolve(file: "", fileName: "f", variables: "X", environment: ["X_PASSWORD": "p"], basic: true)
+        }
+        #expect(throws: StageError("X_USER must not contain ':' (Basic authentication separates user and password with it)")) {
+            try UserPassword.resolve(file: "", fileName: "f", variables: "X", environment: ["X_USER": "a:b", "X_PASSWORD": "p"], basic: true)
+        }
+    }
+
+    @Test func unixSocketAddressesFitTheirPath() {
+        #expect(UnixSocketAddress(path: String(repeating: "a", count: UnixSocketAddress.maxPathBytes)) != nil)
+        #expect(UnixSocketAddress(path: String(repeating: "a", count: UnixSocketAddress.maxPathBytes + 1)) == nil)
+        #expect(UnixSocketAddress.maxPathBytes == 107)
+        #expect(UnixSocketAddress.someoneListens(at: "/nonexistent/streamlens-toolkit.sock") == false)
+    }
 }
