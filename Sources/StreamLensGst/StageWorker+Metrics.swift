@@ -4,7 +4,8 @@ import Foundation
 import StreamLensCore
 import Synchronization
 
-/// Metrics: the stage's and the host's figures for Prometheus.
+/// Metrics: the stage's and the host's figures for Prometheus, and as values (`StageFigures`) for
+/// `streamlens serve`.
 extension StageWorker {
     static let metricsInterval: UInt64 = 250_000_000
     static let rateSpan: UInt64 = 5_000_000_000
@@ -55,5 +56,9 @@ extension StageWorker {
             m.append(metric)
         }
         MetricsRegistry.shared.publish(m, source: metricsSource)
+        StageFigures.publish(StageFigures(source: metricsSourceName, stage: name, framesReceived: statistics.framesIn + queueDrops,
+                                          framesPerSecond: rate, framesDropped: queueDrops + errors + max(0, statistics.dropped - errors),
+                                          restarts: watchdog?.restarts ?? 0),
+                             key: metricsSource)
     }
 }

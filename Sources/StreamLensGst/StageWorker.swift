@@ -65,6 +65,7 @@ final class StageWorker: @unchecked Sendable {
         // The stage's figures leave the metrics page with it (a source removed while the
         // process goes on; at exit the registry holds nothing of a pipeline that is gone).
         MetricsRegistry.shared.remove(source: metricsSource)
+        StageFigures.remove(key: metricsSource)
         if let lastCaps { gst_caps_unref(lastCaps) }
         if let pushedCaps { gst_caps_unref(pushedCaps) }
         gst_object_unref(element)
