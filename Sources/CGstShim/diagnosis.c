@@ -303,45 +303,38 @@ SLCapsFix sl_caps_fix_hint(const GstCaps *offer, const GstCaps *wants, char **el
 
 // ---- pads and neighbours -------------------------------------------------------------------
 
-GstCaps *sl_element_side_caps(GstElement *element, GstPadDirection direction, gboolean unlinked_only) {
-    if (unlinked_only) {
-        GstCaps *caps = sl_element_side_caps(element, direction, FALSE);
-        // Pads linked to nothing: recount with only those; none → all pads.
-        GstCaps *result = gst_caps_new_empty();
-        gboolean any_unlinked = FALSE;
-        GstIterator *it = direction == GST_PAD_SRC ? gst_element_iterate_src_pads(element) : gst_element_iterate_sink_pads(element);
-        GValue value = G_VALUE_INIT;
-        while (gst_iterator_next(it, &value) == GST_ITERATOR_OK) {
-            GstPad *pad = g_value_get_object(&value);
-            if (!gst_pad_is_linked(pad)) {
-                GstCaps *c = gst_pad_get_current_caps(pad);
-                if (!c) c = gst_pad_query_caps(pad, NULL);
-                result = gst_caps_merge(result, c);
-                any_unlinked = TRUE;
-            }
-            g_value_reset(&value);
-        }
-        g_value_unset(&value);
-        gst_iterator_free(it);
-        if (!any_unlinked) { gst_caps_unref(result); return caps; }
-        gst_caps_unref(caps);
-        return result;
-    }
+// The caps of an element's pads on one side, merged: each pad's current caps, else what it can
+// do; `unlinked_only`: only the pads linked to nothing. *any tells whether a pad was merged.
+static GstCaps *merged_pad_caps(GstElement *element, GstPadDirection direction, gboolean unlinked_only, gboolean *any) {
     GstCaps *result = gst_caps_new_empty();
-    gboolean any_pad = FALSE;
+    *any = FALSE;
     GstIterator *it = direction == GST_PAD_SRC ? gst_element_iterate_src_pads(element) : gst_element_iterate_sink_pads(element);
     GValue value = G_VALUE_INIT;
     while (gst_iterator_next(it, &value) == GST_ITERATOR_OK) {
         GstPad *pad = g_value_get_object(&value);
-        GstCaps *caps = gst_pad_get_current_caps(pad);
-        if (!caps) caps = gst_pad_query_caps(pad, NULL);
-        result = gst_caps_merge(result, caps);
-        any_pad = TRUE;
+        if (!unlinked_only || !gst_pad_is_linked(pad)) {
+            GstCaps *caps = gst_pad_get_current_caps(pad);
+            if (!caps) caps = gst_pad_query_caps(pad, NULL);
+            result = gst_caps_merge(result, caps);
+            *any = TRUE;
+        }
         g_value_reset(&value);
     }
     g_value_unset(&value);
     gst_iterator_free(it);
-    if (any_pad) return result;
+    return result;
+}
+
+GstCaps *sl_element_side_caps(GstElement *element, GstPadDirection direction, gboolean unlinked_only) {
+    gboolean any = FALSE;
+    if (unlinked_only) {
+        // Pads linked to nothing; none → all pads.
+        GstCaps *unlinked = merged_pad_caps(element, direction, TRUE, &any);
+        if (any) return unlinked;
+        gst_caps_unref(unlinked);
+    }
+    GstCaps *result = merged_pad_caps(element, direction, FALSE, &any);
+    if (any) return result;
     for (const GList *l = gst_element_class_get_pad_template_list(GST_ELEMENT_GET_CLASS(element)); l; l = l->next) {
         GstPadTemplate *tmpl = l->data;
         if (GST_PAD_TEMPLATE_DIRECTION(tmpl) != direction) continue;

@@ -54,11 +54,7 @@ public enum FrameRecords {
     public static let events = "events"
     public static let zones = "zones"
 
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    static let encoder = JSONEncoder.stable()
 
     public static func encode<T: Encodable>(_ value: T) -> String {
         (try? encoder.encode(value)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"

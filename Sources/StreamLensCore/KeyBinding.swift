@@ -66,7 +66,7 @@ public struct KeyBinding: Sendable, Equatable {
             let now = current(property) ?? "false"
             return (property, now == "true" ? "false" : "true")
         case .pick(let property, let listProperty, let index):
-            let list = (current(listProperty) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let list = commaList(current(listProperty) ?? "")
             guard index >= 1, index <= list.count, list[index - 1] != current(property) else { return nil }
             return (property, list[index - 1])
         }

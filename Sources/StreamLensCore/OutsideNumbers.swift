@@ -55,18 +55,24 @@ public struct FrameBounds: Sendable, Equatable {
         return Point(x: Self.clamp(point.x, -width, 2 * width), y: Self.clamp(point.y, -height, 2 * height))
     }
 
+    /// Keypoints clamped as points, all or none: a keypoint that is not a number drops them all
+    /// (their order carries their meaning: a gap would shift it).
+    public func clamp(keypoints: [Point]) -> [Point] {
+        let clamped = keypoints.compactMap(clamp)
+        return clamped.count == keypoints.count ? clamped : []
+    }
+
     /// A region with its box clamped to the frame and its points to the grown frame. A box
     /// corner that is not a number becomes 0 (the region keeps its place in the frame's list:
     /// stages update regions by index). Keypoints or landmarks with a value that is not a number
-    /// are dropped as a whole (their order carries their meaning: a gap would shift it).
+    /// are dropped as a whole (`clamp(keypoints:)`).
     public func clamp(_ region: RegionOfInterest) -> RegionOfInterest {
         let b = region.box
         func number(_ v: Double) -> Double { v.isNaN ? 0 : v }
         let box = clamp(Box(xMin: number(b.xMin), yMin: number(b.yMin), xMax: number(b.xMax), yMax: number(b.yMax)))!
         var r = region
         r.box = box
-        let keypoints = region.keypoints.compactMap(clamp)
-        r.keypoints = keypoints.count == region.keypoints.count ? keypoints : []
+        r.keypoints = clamp(keypoints: region.keypoints)
         if let landmarks = region.landmarks {
             let points = landmarks.points.compactMap { p -> [Double]? in
                 guard p.count >= 2, let xy = clamp(Point(x: p[0], y: p[1])) else { return nil }

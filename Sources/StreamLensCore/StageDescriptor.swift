@@ -158,21 +158,16 @@ public struct StageSettings: Sendable, Equatable {
 
     public subscript(name: String) -> PropertyValue? { values[name] }
 
-    public func bool(_ name: String) -> Bool {
-        if case .bool(let v)? = values[name] { return v }
-        preconditionFailure("no bool property \(name)")
-    }
-    public func int(_ name: String) -> Int {
-        if case .int(let v)? = values[name] { return v }
-        preconditionFailure("no int property \(name)")
-    }
-    public func double(_ name: String) -> Double {
-        if case .double(let v)? = values[name] { return v }
-        preconditionFailure("no double property \(name)")
-    }
-    public func string(_ name: String) -> String {
-        if case .string(let v)? = values[name] { return v }
-        preconditionFailure("no string property \(name)")
+    public func bool(_ name: String) -> Bool { value(name, "bool") { if case .bool(let v) = $0 { v } else { nil } } }
+    public func int(_ name: String) -> Int { value(name, "int") { if case .int(let v) = $0 { v } else { nil } } }
+    public func double(_ name: String) -> Double { value(name, "double") { if case .double(let v) = $0 { v } else { nil } } }
+    public func string(_ name: String) -> String { value(name, "string") { if case .string(let v) = $0 { v } else { nil } } }
+
+    /// The value of a property of this `kind`: asking for one the table does not have, or as
+    /// another kind, is the stage's programming error.
+    private func value<T>(_ name: String, _ kind: String, _ extract: (PropertyValue) -> T?) -> T {
+        guard let value = values[name], let v = extract(value) else { preconditionFailure("no \(kind) property \(name)") }
+        return v
     }
 
     /// Validates every value against its row; the first failure is thrown.

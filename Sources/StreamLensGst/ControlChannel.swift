@@ -204,15 +204,9 @@ final class ControlChannel: @unchecked Sendable {
     /// nobody listens on (left by a process that died); anything else — a file, a folder, a
     /// socket in use or someone else's — is an error and stays as it is.
     static func listen(at path: String, group: gid_t? = nil) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { throw HostError(.runtime, "control socket path \(path) is longer than \(capacity - 1) bytes") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
+        guard let address = UnixSocketAddress(path: path) else {
+            throw HostError(.runtime, "control socket path \(path) is longer than \(UnixSocketAddress.maxPathBytes) bytes")
         }
-        let length = socklen_t(MemoryLayout<sockaddr_un>.size)
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else {
@@ -222,18 +216,15 @@ final class ControlChannel: @unchecked Sendable {
                 throw HostError(.runtime, "control socket \(path) belongs to another user; it is left alone (choose another path)")
             }
             // Someone listening, or a socket left by a process that died?
-            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, length) } }
-            close(probe)
-            if connected == 0 { throw HostError(.runtime, "control socket \(path) is in use by another process") }
+            if UnixSocketAddress.someoneListens(at: path) == true { throw HostError(.runtime, "control socket \(path) is in use by another process") }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Sockets.stream(family: AF_UNIX)
         guard fd >= 0 else { throw HostError(.runtime, "cannot make a control socket: \(String(cString: strerror(errno)))") }
         // The file is made by bind() under the umask: made private from the start (a umask of
         // 000 would otherwise leave it open to everyone for a moment), then given its mode.
         let mask = umask(0o177)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        let bound = address.bind(fd)
         let bindError = errno
         umask(mask)
         guard bound == 0 else {

@@ -78,6 +78,25 @@ enum NegotiationDiagnosis {
             filter = gst_caps_from_string(String(parseMessage[c.upperBound...]))
         }
         defer { if let filter { gst_caps_unref(filter) } }
+        return unlinkedMismatch(in: pipeline, fromName, toName, filter: filter).map { "cannot link \(fromName) to \(toName): " + $0 }
+    }
+
+    /// A link gst_parse could not make when a dynamic pad appeared (its warning "Delayed linking
+    /// failed", debug "failed delayed linking … named A to … named B"): A's streams fit nothing B
+    /// takes, so B will never get data (the pipeline would wait for ever, or fail later with
+    /// not-linked).
+    static func delayedLink(in pipeline: UnsafeMutablePointer<GstElement>, debug: String) -> String? {
+        let parts = debug.components(separatedBy: " named ")
+        guard parts.count >= 3, let fromName = parts[1].components(separatedBy: " to ").first else { return nil }
+        let toName = parts.last!.trimmingCharacters(in: .whitespacesAndNewlines)
+        return unlinkedMismatch(in: pipeline, fromName, toName).map { "no stream of \(fromName) can link to \(toName): " + $0 }
+    }
+
+    /// `mismatch` of the pipeline's elements named `fromName` and `toName`, between what the
+    /// first offers on its unlinked source pads (narrowed by `filter`) and what the second takes
+    /// on its unlinked sink pads; nil when either element is not found.
+    private static func unlinkedMismatch(in pipeline: UnsafeMutablePointer<GstElement>, _ fromName: String, _ toName: String,
+                                         filter: UnsafeMutablePointer<GstCaps>? = nil) -> String? {
         let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
         guard let from = gst_bin_get_by_name(bin, fromName) else { return nil }
         defer { gst_object_unref(from) }
@@ -92,27 +111,7 @@ enum NegotiationDiagnosis {
         defer { gst_caps_unref(offer) }
         let wants = sl_element_side_caps(to, GST_PAD_SINK, 1)!
         defer { gst_caps_unref(wants) }
-        return "cannot link \(fromName) to \(toName): " + mismatch(from, gives: offer, to, takes: wants)
-    }
-
-    /// A link gst_parse could not make when a dynamic pad appeared (its warning "Delayed linking
-    /// failed", debug "failed delayed linking … named A to … named B"): A's streams fit nothing B
-    /// takes, so B will never get data (the pipeline would wait for ever, or fail later with
-    /// not-linked).
-    static func delayedLink(in pipeline: UnsafeMutablePointer<GstElement>, debug: String) -> String? {
-        let parts = debug.components(separatedBy: " named ")
-        guard parts.count >= 3, let fromName = parts[1].components(separatedBy: " to ").first else { return nil }
-        let toName = parts.last!.trimmingCharacters(in: .whitespacesAndNewlines)
-        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
-        guard let from = gst_bin_get_by_name(bin, fromName) else { return nil }
-        defer { gst_object_unref(from) }
-        guard let to = gst_bin_get_by_name(bin, toName) else { return nil }
-        defer { gst_object_unref(to) }
-        let offer = sl_element_side_caps(from, GST_PAD_SRC, 1)!
-        defer { gst_caps_unref(offer) }
-        let wants = sl_element_side_caps(to, GST_PAD_SINK, 1)!
-        defer { gst_caps_unref(wants) }
-        return "no stream of \(fromName) can link to \(toName): " + mismatch(from, gives: offer, to, takes: wants)
+        return mismatch(from, gives: offer, to, takes: wants)
     }
 
     /// Caps negotiation failed in a running pipeline. Looks at each StreamLens stage, sources

@@ -93,19 +93,7 @@ enum DisplayCheck {
         }
         guard host.isEmpty || host == "unix", let number = Int(rest.split(separator: ".").first ?? "") else { return nil }
         let path = "/tmp/.X11-unix/X\(number)"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            let bytes = Array(path.utf8.prefix(buffer.count - 1))
-            buffer.copyBytes(from: bytes + [0])
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if connected == 0 { return nil }
+        guard UnixSocketAddress.someoneListens(at: path) == false else { return nil }
         return FileManager.default.fileExists(atPath: path) ? "nothing answers at \(path)" : "no X server: \(path) does not exist"
     }
 }

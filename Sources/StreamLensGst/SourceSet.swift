@@ -52,7 +52,7 @@ public final class SourceSet: @unchecked Sendable {
         let added = Date()
         var state = State.starting
         var error: String?
-        /// Stage element names, first stage first (for its figures in the metrics registry).
+        /// Stage element names, first stage first (for its figures, `StageFigures`).
         let stageNames: [String]
         /// The figures when the run ended, rate 0 (the stages' metrics go with them).
         var finalFigures: Figures?
@@ -72,24 +72,14 @@ public final class SourceSet: @unchecked Sendable {
         var fps = 0.0, frames = 0, drops = 0, restarts = 0
     }
 
-    /// A source's figures from its stages' metrics (labelled with its name: every source's
-    /// pipeline has the same stage names): the first stage's rate and frames, every stage's drops
-    /// and restarts.
-    static func figures(of source: Source, in metrics: [Metric]) -> Figures {
-        func values(_ name: String, firstStageOnly: Bool) -> [Double] {
-            metrics.compactMap { m in
-                guard m.name == name, m.labels.contains(where: { $0.name == "source" && $0.value == source.name }) else { return nil }
-                if firstStageOnly, !m.labels.contains(where: { $0.name == "stage" && $0.value == source.stageNames.first }) { return nil }
-                switch m.value {
-                case .counter(let v), .gauge(let v): return v
-                case .histogram: return nil
-                }
-            }
-        }
-        return Figures(fps: ((values("streamlens_stage_frames_per_second", firstStageOnly: true).first ?? 0) * 10).rounded() / 10,
-                       frames: Int(values("streamlens_stage_frames_received_total", firstStageOnly: true).first ?? 0),
-                       drops: Int(values("streamlens_stage_frames_dropped_total", firstStageOnly: false).reduce(0, +)),
-                       restarts: Int(values("streamlens_source_restarts_total", firstStageOnly: false).reduce(0, +)))
+    /// A source's figures from its stages' (`StageFigures`, published with their metrics, by
+    /// source: every source's pipeline has the same stage names): the first stage's rate and
+    /// frames, every stage's drops and restarts.
+    static func figures(of source: Source) -> Figures {
+        let stages = StageFigures.of(source: source.name)
+        let first = stages.first { $0.stage == source.stageNames.first }
+        return Figures(fps: ((first?.framesPerSecond ?? 0) * 10).rounded() / 10, frames: first?.framesReceived ?? 0,
+                       drops: stages.reduce(0) { $0 + $1.framesDropped }, restarts: stages.reduce(0) { $0 + $1.restarts })
     }
 
     /// The pipeline text for one source.
@@ -193,7 +183,7 @@ public final class SourceSet: @unchecked Sendable {
         }
         source.pipeline.onStopping = { [lock, weak source] in
             guard let source else { return }
-            var figures = Self.figures(of: source, in: MetricsRegistry.shared.metrics)
+            var figures = Self.figures(of: source)
             figures.fps = 0
             lock.lock()
             source.finalFigures = figures
@@ -280,14 +270,13 @@ public final class SourceSet: @unchecked Sendable {
         return sources.count
     }
 
-    /// Each source's state and figures (from the stages' figures in the metrics registry).
+    /// Each source's state and figures (its stages', `StageFigures`).
     public func statuses() -> [Status] {
         lock.lock()
         let listed = sources.map { ($0, $0.state, $0.error, $0.finalFigures) }
         lock.unlock()
-        let metrics = MetricsRegistry.shared.metrics
         return listed.map { source, state, error, final in
-            let f = final ?? Self.figures(of: source, in: metrics)
+            let f = final ?? Self.figures(of: source)
             return Status(name: source.name, uri: source.uri, state: state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
                           restarts: f.restarts, seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
         }
@@ -307,9 +296,7 @@ public final class SourceSet: @unchecked Sendable {
             case .remove(let name):
                 return remove(name: name).map { "error: \($0)" } ?? "ok"
             case .sources:
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                return String(decoding: try encoder.encode(statuses()), as: UTF8.self)
+                return String(decoding: try JSONEncoder.stable().encode(statuses()), as: UTF8.self)
             case .source(let name, let inner):
                 lock.lock()
                 let source = sources.first { $0.name == name }

@@ -12,6 +12,11 @@ import Synchronization
 /// the older one, so the stage always works on the newest frame. auto picks live when a
 /// LATENCY query upstream says the source is live.
 ///
+/// Here: the worker's state, its life cycle and the frame loop (pull, caps, the stage, end of
+/// stream). By concern beside it: StageWorker+Delivery (frames pushed on or counted dropped, in
+/// order), +Metrics (Prometheus), +BusPosts (notices, events, readings, figures on the bus),
+/// +Watchdog (restarts of the source part); SamplePixels is the frame the stage sees.
+///
 /// @unchecked Sendable: `stage`, `format`, `statistics` and the other `var`s below are used only
 /// by the worker thread once `start()` has run (before that only by the starting thread);
 /// `pendingSettings` and `stopping` are Mutex/Atomic; the element pointer is a counted
@@ -34,10 +39,10 @@ final class StageWorker: @unchecked Sendable {
     // Worker-thread state.
     private var format: VideoFormat?
     private var lastCaps: UnsafeMutablePointer<GstCaps>?
-    private var statistics = FrameStatistics()
-    private var live = false
-    private var reportedLatency: UInt64 = 0
-    private var downstreamDone = false
+    var statistics = FrameStatistics()
+    var live = false
+    var reportedLatency: UInt64 = 0
+    var downstreamDone = false
     /// Set for a watchdog stage: restarts the source part (see SourceWatchdog).
     let watchdog: SourceWatchdog?
 
@@ -60,6 +65,7 @@ final class StageWorker: @unchecked Sendable {
         // The stage's figures leave the metrics page with it (a source removed while the
         // process goes on; at exit the registry holds nothing of a pipeline that is gone).
         MetricsRegistry.shared.remove(source: metricsSource)
+        StageFigures.remove(key: metricsSource)
         if let lastCaps { gst_caps_unref(lastCaps) }
         if let pushedCaps { gst_caps_unref(pushedCaps) }
         gst_object_unref(element)
@@ -115,7 +121,7 @@ final class StageWorker: @unchecked Sendable {
         queueCapacity = !live ? 4 : settingUp ? Int(SL_SETUP_QUEUE) : 1
     }
 
-    private func updateLatency(post: Bool) {
+    func updateLatency(post: Bool) {
         let latency = stage.latencyNanoseconds
         guard latency != reportedLatency || !post else { return }
         reportedLatency = latency
@@ -241,76 +247,6 @@ final class StageWorker: @unchecked Sendable {
         }
     }
 
-    /// Frames the stage answered `.pending` for, and frames that came after them, oldest first.
-    /// They leave in this order (FrameDelivery: the same rule as the in-memory StageDriver's).
-    private var held = FrameDelivery<(pixels: SamplePixels, pts: GstClockTime)>()
-
-    /// Delivers held frames from the oldest while their outcomes are known; `wait`: until none
-    /// is left (end of stream). False when the worker must stop.
-    private func deliverFinished(wait: Bool) -> Bool {
-        held.deliverReady(from: stage, wait: wait, afterAsking: {
-            postNotices()
-            if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
-        }) { frame, outcome in deliver(outcome, pixels: frame.pixels, pts: frame.pts) }
-    }
-
-    /// Pushes a frame on or counts it dropped. False when the worker must stop (flushing).
-    private func deliver(_ outcome: FrameOutcome, pixels: SamplePixels, pts: GstClockTime) -> Bool {
-        switch outcome {
-        case .forward:
-            postEvents(of: pixels)
-            guard let appsrc else { // a sink stage: the stage took the frame
-                statistics.forwarded(age: live ? age(of: pixels.sample, pts: pts) : nil)
-                return true
-            }
-            if downstreamDone { return true }
-            let flow: GstFlowReturn
-            if watchdog != nil {
-                flow = pushRestamped(pixels.sample, into: appsrc)
-            } else {
-                // push_sample does not take the sample; it sets the caps on appsrc when they
-                // change and carries the segment, so timestamps stay as they came in.
-                sl_handoff_release(gst_sample_get_buffer(pixels.sample))
-                flow = gst_app_src_push_sample(appsrc, pixels.sample)
-            }
-            sl_stage_flush_tags(element)
-            // A watchdog's frames leave stamped "now": their age there says nothing.
-            statistics.forwarded(age: live && watchdog == nil ? age(of: pixels.sample, pts: pts) : nil)
-            if flow == GST_FLOW_FLUSHING { return false } // stopping
-            if flow != GST_FLOW_OK {
-                sl_stage_set_downstream_flow(element, flow)
-                downstreamDone = true
-            }
-        case .failed(let reason):
-            statistics.addDropped(1)
-            droppedForErrors(reason)
-        case .drop, .pending:
-            statistics.addDropped(1)
-        }
-        return true
-    }
-
-    /// Frames a stage dropped (an error on that frame, a frame shorter than its caps), by kind of
-    /// reason (the text with its numbers blanked): the first of each kind is said at once, the
-    /// count in the summary; a lossless run that lost frames so fails (the host reads
-    /// `framesDroppedForErrors` at end of stream).
-    private var dropKinds: Set<String> = []
-    private let droppedCount = Atomic<Int>(0)
-    private let liveForHost = Atomic<Bool>(false)
-    private let firstDropReason = Mutex<String?>(nil)
-    var framesDroppedForErrors: (count: Int, first: String?, lossless: Bool) {
-        (droppedCount.load(ordering: .relaxed), firstDropReason.withLock { $0 }, !liveForHost.load(ordering: .relaxed))
-    }
-
-    private func droppedForErrors(_ reason: String) {
-        droppedCount.add(1, ordering: .relaxed)
-        firstDropReason.withLock { if $0 == nil { $0 = reason } }
-        let kind = String(reason.map { $0.isNumber ? "#" : $0 })
-        if dropKinds.insert(kind).inserted {
-            sl_stage_post_warning(element, "dropped a frame: \(reason)" + (dropKinds.count == 1 ? " (each further reason is said once; the summary counts them)" : ""))
-        }
-    }
-
     /// End of stream: the summary, then end-of-stream downstream (once).
     func finishStream() {
         endBacklog()
@@ -323,11 +259,39 @@ final class StageWorker: @unchecked Sendable {
         postStatistics()
         if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
     }
+
+    /// Frames the stage answered `.pending` for, and frames that came after them, oldest first.
+    /// They leave in this order (FrameDelivery: the same rule as the in-memory StageDriver's).
+    var held = FrameDelivery<(pixels: SamplePixels, pts: GstClockTime)>()
+
+    /// Frames a stage dropped for errors (StageWorker+Delivery): the kinds of reason said so far,
+    /// the count and the first reason for the host, and whether the run is lossless.
+    var dropKinds: Set<String> = []
+    let droppedCount = Atomic<Int>(0)
+    let liveForHost = Atomic<Bool>(false)
+    let firstDropReason = Mutex<String?>(nil)
     private(set) var streamFinished = false
     /// The stage's end was asked for and its input closed (sl_stage_close_input).
     private var inputClosed = false
     /// The caps a watchdog last set on appsrc (StageWorker+Watchdog).
     var pushedCaps: UnsafeMutablePointer<GstCaps>?
+    /// The readings last set on the element (StageWorker+BusPosts).
+    var publishedReadings: [String: String] = [:]
+    /// Events this stage added, by type, for Prometheus.
+    var eventCounts: [[String]: Int] = [:]
+    /// The registry's key for this worker's metrics.
+    let metricsSource = MetricsRegistry.shared.newSource()
+    /// The source this stage's pipeline runs for (`streamlens serve`), read when the stage
+    /// starts: its metrics' `source` label. Nil in `streamlens run` and in other hosts.
+    var metricsSourceName: String?
+    var lastMetrics: UInt64 = 0
+    var queueDrops = 0
+    /// Frames the inner appsink holds at most now (sl_stage_configure_queue).
+    var queueCapacity = 4
+    /// (time, frames received) at recent publishes: the frame rate over the last few seconds.
+    var rateWindow: [(time: UInt64, frames: Int)] = []
+    /// When the figures were last posted while running (StageWorker+BusPosts).
+    var lastReport = DispatchTime.now().uptimeNanoseconds
 
     /// First sample and caps changes: tell the stage, and report the caps on the bus.
     private func handleCaps(of sample: OpaquePointer) -> Bool {
@@ -373,7 +337,7 @@ final class StageWorker: @unchecked Sendable {
     }
 
     /// Running time now minus the frame's running time: how long ago it was captured.
-    private func age(of sample: OpaquePointer, pts: GstClockTime) -> UInt64? {
+    func age(of sample: OpaquePointer, pts: GstClockTime) -> UInt64? {
         guard pts != GstClockTime.max, let segment = gst_sample_get_segment(sample) else { return nil }
         let frameTime = gst_segment_to_running_time(segment, GST_FORMAT_TIME, pts)
         let now = sl_element_running_time_now(element)
@@ -381,42 +345,6 @@ final class StageWorker: @unchecked Sendable {
         return now > frameTime ? UInt64(now - frameTime) : 0
     }
 
-    /// The stage's readings (read-only properties) whose values changed, set on the element.
-    private func publishReadings() {
-        let readings = stage.readings
-        guard !readings.isEmpty, readings != publishedReadings else { return }
-        for (name, value) in readings where publishedReadings[name] != value {
-            guard let index = descriptor.properties.firstIndex(where: { $0.name == name && $0.readOnly }) else { continue }
-            sl_stage_publish_string(element, guint(index), value)
-        }
-        publishedReadings = readings
-    }
-    private var publishedReadings: [String: String] = [:]
-
-    /// The events the stage added to the frame, each as an element message `streamlens-event`
-    /// from the stage (docs/metadata.md): applications watch the bus instead of parsing files.
-    private func postEvents(of pixels: SamplePixels) {
-        publishReadings()
-        let now = pixels.frameRecord(FrameRecords.events)
-        guard now != pixels.eventsOnArrival, let events = FrameRecords.decode([FrameEvent].self, now) else { return }
-        let before = FrameRecords.decode([FrameEvent].self, pixels.eventsOnArrival)?.count ?? 0
-        for event in events.dropFirst(before) {
-            eventCounts[[event.type, event.zone, event.direction ?? ""], default: 0] += 1
-            sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
-                                event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
-        }
-    }
-
-    /// Events this stage added, by type, for Prometheus.
-    private var eventCounts: [[String]: Int] = [:]
-
-    /// The registry's key for this worker's metrics.
-    private let metricsSource = MetricsRegistry.shared.newSource()
-    /// The source this stage's pipeline runs for (`streamlens serve`), read when the stage
-    /// starts: its metrics' `source` label. Nil in `streamlens run` and in other hosts.
-    private var metricsSourceName: String?
-    private var lastMetrics: UInt64 = 0
-    private var queueDrops = 0
     /// Stages of the process with a set-up backlog left (see `run`).
     static let setupBacklogs = Atomic<Int>(0)
     /// Stages of the process setting up on a format now (a model compiling, precision=auto
@@ -430,296 +358,5 @@ final class StageWorker: @unchecked Sendable {
         guard backlogEnd != nil else { return }
         backlogEnd = nil
         Self.setupBacklogs.subtract(1, ordering: .relaxed)
-    }
-    /// Frames the inner appsink holds at most now (sl_stage_configure_queue).
-    private var queueCapacity = 4
-    /// (time, frames received) at recent publishes: the frame rate over the last few seconds.
-    private var rateWindow: [(time: UInt64, frames: Int)] = []
-    static let metricsInterval: UInt64 = 250_000_000
-    static let rateSpan: UInt64 = 5_000_000_000
-
-    /// The stage's and the host's figures into the process's metrics registry, at most every
-    /// `metricsInterval` (and at end of stream), on this thread: the stage's state is read
-    /// where it lives. A scrape sees the last publish.
-    private func publishMetrics(force: Bool = false) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard force || now - lastMetrics >= Self.metricsInterval else { return }
-        lastMetrics = now
-        let arrived = Int(sl_stage_buffers_arrived(element))
-        rateWindow.append((now, statistics.framesIn))
-        while let first = rateWindow.first, now - first.time > Self.rateSpan { rateWindow.removeFirst() }
-        var rate = 0.0
-        if let first = rateWindow.first, now > first.time { rate = Double(statistics.framesIn - first.frames) / (Double(now - first.time) / 1e9) }
-        let errors = droppedCount.load(ordering: .relaxed)
-        // Frames that arrived but were not pulled yet are mostly still queued in the inner
-        // appsink, not dropped: while running, only what exceeds its capacity (1 frame live, 4
-        // lossless; SL_LOSSLESS_QUEUE) is known lost. At the end all of it is. A counter never
-        // goes down.
-        let unpulled = max(0, arrived - statistics.framesIn)
-        queueDrops = max(queueDrops, force ? unpulled : unpulled - queueCapacity)
-        // Labelled by stage, and in `streamlens serve` by source first: every source's pipeline
-        // has the same stage names (the template's), and the page must tell them apart.
-        let s: [(name: String, value: String)] = (metricsSourceName.map { [("source", $0)] } ?? []) + [("stage", name)]
-        var m: [Metric] = [
-            .counter("streamlens_stage_frames_received_total", "Frames that reached the stage's element", labels: s, statistics.framesIn + queueDrops),
-            .counter("streamlens_stage_frames_sent_total", "Frames the stage passed on (a sink stage: took)", labels: s, statistics.framesOut),
-            .counter("streamlens_stage_frames_dropped_total", "Frames dropped: queue (live mode, newest wins), error (could not be processed), stage (dropped on purpose)",
-                     labels: s + [("reason", "queue")], queueDrops),
-            .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "error")], errors),
-            .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "stage")], max(0, statistics.dropped - errors)),
-            .gauge("streamlens_stage_frames_per_second", "Frames received per second over the last 5 s", labels: s, rate),
-            .gauge("streamlens_stage_live", "1 when the stage runs in live mode (newest frame wins), 0 in lossless mode", labels: s, live ? 1 : 0),
-            .histogram("streamlens_stage_frame_age_seconds", "Pipeline running time when a frame leaves the stage minus the frame's own (live pipelines)",
-                       labels: s, statistics.ageHistogram),
-        ]
-        if let watchdog {
-            m.append(.counter("streamlens_source_restarts_total", "Restarts of the source by this watchdog", labels: s, watchdog.restarts))
-        }
-        for (key, count) in eventCounts.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            m.append(.counter("streamlens_events_total", "Events the stage added to frames, by type, zone and direction (lenszone: crossed in/out, entered, left)",
-                              labels: s + [("type", key[0]), ("zone", key[1]), ("direction", key[2])], count))
-        }
-        for var metric in stage.metrics {
-            metric.labels = s + metric.labels.filter { $0.name != "stage" && $0.name != "source" }
-            m.append(metric)
-        }
-        MetricsRegistry.shared.publish(m, source: metricsSource)
-    }
-
-    private func postNotices() {
-        for notice in stage.takeNotices() {
-            switch notice.level {
-            case .info: sl_stage_post_info(element, "notice", "\(name): \(notice.text)")
-            case .warning: sl_stage_post_warning(element, notice.text)
-            }
-            for (property, value) in notice.restore {
-                let text: String
-                if case .string(let s) = value { text = s } else { text = value.description }
-                _ = sl_object_set_checked(element, property, text)
-            }
-        }
-    }
-
-    private func postStatistics(kind: String = "stats") {
-        let arrived = Int(sl_stage_buffers_arrived(element))
-        var stats = statistics
-        stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
-        let own = stage.summary.map { ", \($0)" } ?? ""
-        let errors = droppedCount.load(ordering: .relaxed)
-        let lost = errors > 0 ? ", \(errors) of them for errors" : ""
-        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(live ? "live" : "lossless"))")
-    }
-
-    /// The same figures while running, every `reportInterval` (printed with -v).
-    private var lastReport = DispatchTime.now().uptimeNanoseconds
-    static let reportInterval: UInt64 = 5_000_000_000
-    private func reportPeriodically() {
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now - lastReport >= Self.reportInterval else { return }
-        lastReport = now
-        postStatistics(kind: "interval")
-    }
-}
-
-/// Owns the sample being processed and maps its buffer on demand. Read access maps the
-/// buffer as it is. Write access first moves the buffer into a fresh sample and drops the
-/// pulled one, so that when nothing else holds the buffer, making it writable costs no copy
-/// (the pulled sample's reference alone would force one).
-///
-/// Used only on the worker thread, for one frame.
-final class SamplePixels: FramePixels {
-    /// The sample to push on: the pulled one, or the fresh one after write access.
-    private(set) var sample: OpaquePointer
-
-    init(taking sample: OpaquePointer) { self.sample = sample }
-    deinit { gst_sample_unref(sample) }
-
-    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let buffer = gst_sample_get_buffer(sample)!
-        var map = GstMapInfo()
-        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        defer { gst_buffer_unmap(buffer, &map) }
-        return try body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
-    }
-
-    func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        makeBufferWritable()
-        let buffer = gst_sample_get_buffer(sample)!
-        var map = GstMapInfo()
-        guard gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else {
-            return try body(UnsafeMutableRawBufferPointer(start: nil, count: 0))
-        }
-        defer { gst_buffer_unmap(buffer, &map) }
-        return try body(UnsafeMutableRawBufferPointer(start: map.data, count: Int(map.size)))
-    }
-
-    /// The negotiated frame size: regions are normalised to it on the meta (DL Streamer's layout).
-    var frameSize = (width: 0, height: 0)
-
-    /// Where every region enters and leaves the buffer: bounded to the frame here
-    /// (`FrameBounds`), whichever stage, model or upstream element made it.
-    private var bounds: FrameBounds { FrameBounds(width: frameSize.width, height: frameSize.height) }
-
-    func addRegionOfInterest(_ region: RegionOfInterest) {
-        let region = bounds.clamp(region)
-        makeBufferWritable()
-        Self.withCRegion(region) { r, keypoints, names, values, results in
-            sl_buffer_add_region(gst_sample_get_buffer(sample), guint(frameSize.width), guint(frameSize.height), r, keypoints, names, values, results)
-        }
-    }
-
-    func updateRegionOfInterest(_ region: RegionOfInterest, at index: Int) -> Bool {
-        guard index >= 0 else { return false }
-        let region = bounds.clamp(region)
-        makeBufferWritable()
-        return Self.withCRegion(region) { r, keypoints, names, values, results in
-            sl_buffer_set_region(gst_sample_get_buffer(sample), guint(index), guint(frameSize.width), guint(frameSize.height),
-                                 r, keypoints, names, values, results) != 0
-        }
-    }
-
-    /// The region as the C fence takes it: the struct, its keypoints as x, y pairs, its
-    /// attributes as two arrays of C strings (sorted by name, so the meta is the same every run),
-    /// and what second models found (classifications, landmarks).
-    private static func withCRegion<R>(_ region: RegionOfInterest,
-                                       _ body: (UnsafePointer<SLRegion>, UnsafePointer<Double>?, UnsafePointer<UnsafePointer<CChar>?>?,
-                                                UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<SLRegionResults>?) -> R) -> R {
-        withCResults(region) { results in withCRegionOnly(region) { body($0, $1, $2, $3, results) } }
-    }
-
-    private static func withCResults<R>(_ region: RegionOfInterest, _ body: (UnsafePointer<SLRegionResults>?) -> R) -> R {
-        guard !region.classifications.isEmpty || region.landmarks != nil else { return body(nil) }
-        let c = region.classifications
-        let names = c.map { strdup(RegionOfInterest.attributeName($0.name)) }, labels = c.map { strdup($0.label) }
-        let landmarkName = strdup(region.landmarks?.name ?? "landmarks")
-        defer { (names + labels + [landmarkName]).forEach { free($0) } }
-        let ids = c.map { gint(clamping: $0.labelId) }, confidences = c.map(\.confidence)
-        let dims = region.landmarks?.points.first?.count ?? 0
-        let points = (region.landmarks?.points ?? []).filter { $0.count == dims }
-        let flat = points.flatMap { $0 }
-        let cNames = names.map { UnsafePointer($0) }, cLabels = labels.map { UnsafePointer($0) }
-        return cNames.withUnsafeBufferPointer { n in cLabels.withUnsafeBufferPointer { l in ids.withUnsafeBufferPointer { i in
-            confidences.withUnsafeBufferPointer { cf in flat.withUnsafeBufferPointer { p in
-                var results = SLRegionResults(classification_count: guint(c.count), classification_names: n.baseAddress,
-                                              classification_labels: l.baseAddress, classification_ids: i.baseAddress,
-                                              classification_confidences: cf.baseAddress, landmark_count: guint(points.count),
-                                              landmark_dims: guint(dims), landmarks: p.baseAddress, landmark_name: UnsafePointer(landmarkName),
-                                              landmark_presence: region.landmarks?.presence ?? -1)
-                return withUnsafePointer(to: &results) { body($0) }
-            } }
-        } } }
-    }
-
-    private static func withCRegionOnly<R>(_ region: RegionOfInterest,
-                                           _ body: (UnsafePointer<SLRegion>, UnsafePointer<Double>?, UnsafePointer<UnsafePointer<CChar>?>?,
-                                                    UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
-        var r = SLRegion()
-        withUnsafeMutableBytes(of: &r.label) { raw in
-            let bytes = Array(region.label.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        r.x = region.x; r.y = region.y; r.width = region.width; r.height = region.height
-        r.confidence = region.confidence ?? -1
-        r.label_id = gint(clamping: region.labelId)
-        r.object_id = gint(clamping: region.objectId)
-        withUnsafeMutableBytes(of: &r.estimate) { raw in
-            let bytes = Array((region.estimate?.rawValue ?? "").utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        r.keypoint_count = guint(region.keypoints.count)
-        let attributes = region.attributes.sorted { $0.key < $1.key }
-        r.attribute_count = guint(attributes.count)
-        let keypoints = region.keypoints.flatMap { [$0.x, $0.y] }
-        let names = attributes.map { strdup(RegionOfInterest.attributeName($0.key)) }
-        let values = attributes.map { strdup($0.value) }
-        defer { (names + values).forEach { free($0) } }
-        let cNames = names.map { UnsafePointer($0) }, cValues = values.map { UnsafePointer($0) }
-        return keypoints.withUnsafeBufferPointer { kp in
-            cNames.withUnsafeBufferPointer { n in
-                cValues.withUnsafeBufferPointer { v in
-                    withUnsafePointer(to: &r) { body($0, kp.baseAddress, n.baseAddress, v.baseAddress) }
-                }
-            }
-        }
-    }
-
-    func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
-        try body(UnsafeMutableRawPointer(sample))
-    }
-
-    /// Every region on the buffer (no cap), with its keypoints and attributes.
-    func regionsOfInterest() -> [RegionOfInterest] {
-        let buffer = gst_sample_get_buffer(sample)
-        let (w, h) = (guint(frameSize.width), guint(frameSize.height))
-        let count = Int(sl_buffer_get_regions(buffer, w, h, nil, 0))
-        guard count > 0 else { return [] }
-        var regions = [SLRegion](repeating: SLRegion(), count: count)
-        let n = min(count, Int(sl_buffer_get_regions(buffer, w, h, &regions, guint(count))))
-        let bounds = self.bounds
-        return (0..<n).map { i in
-            var r = regions[i]
-            let label = withUnsafeBytes(of: &r.label) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            var keypoints: [Point] = []
-            if r.keypoint_count > 0 {
-                var xy = [Double](repeating: 0, count: Int(r.keypoint_count) * 2)
-                let got = Int(sl_region_keypoints(&r, w, h, &xy, r.keypoint_count))
-                keypoints = (0..<got).map { Point(x: xy[2 * $0], y: xy[2 * $0 + 1]) }
-            }
-            var attributes: [String: String] = [:]
-            for a in 0..<r.attribute_count {
-                var name: UnsafePointer<CChar>?, value: UnsafePointer<CChar>?
-                if sl_region_attribute(&r, a, &name, &value) != 0, let name, let value {
-                    attributes[String(cString: name)] = String(cString: value)
-                }
-            }
-            let estimate = withUnsafeBytes(of: &r.estimate) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            var region = RegionOfInterest(label: label, labelId: Int(r.label_id), x: r.x, y: r.y, width: r.width, height: r.height,
-                                          confidence: r.confidence >= 0 ? r.confidence : nil, objectId: Int(r.object_id),
-                                          keypoints: keypoints, attributes: attributes, estimate: RegionOfInterest.Estimate(rawValue: estimate))
-            for n in 0..<r.classification_count {
-                var name: UnsafePointer<CChar>?, label: UnsafePointer<CChar>?, id: gint = -1, confidence = 0.0
-                if sl_region_classification(&r, n, &name, &label, &id, &confidence) != 0, let name, let label {
-                    region.classifications.append(.init(name: String(cString: name), label: String(cString: label), labelId: Int(id), confidence: confidence))
-                }
-            }
-            if r.landmark_count > 0 {
-                let d = Int(r.landmark_dims)
-                var values = [Double](repeating: 0, count: Int(r.landmark_count) * d)
-                var name: UnsafePointer<CChar>?
-                let got = Int(sl_region_landmarks(&r, w, h, &values, r.landmark_count, &name))
-                region.landmarks = .init(name: name.map { String(cString: $0) } ?? "landmarks",
-                                         points: (0..<got).map { Array(values[($0 * d)..<($0 * d + d)]) },
-                                         presence: r.landmark_presence >= 0 ? r.landmark_presence : nil)
-            }
-            return bounds.clamp(region)
-        }
-    }
-
-    func frameRecord(_ kind: String) -> String? {
-        sl_buffer_frame_field(gst_sample_get_buffer(sample), kind).map { String(cString: $0) }
-    }
-
-    func setFrameRecord(_ kind: String, json: String) {
-        makeBufferWritable()
-        sl_buffer_set_frame_field(gst_sample_get_buffer(sample), kind, json)
-    }
-
-    /// The frame's events when it reached the stage (`StageWorker.postEvents` posts the ones the
-    /// stage added).
-    var eventsOnArrival: String?
-
-    private var writable = false
-    private func makeBufferWritable() {
-        guard !writable else { return }
-        writable = true
-        let buffer = gst_buffer_ref(gst_sample_get_buffer(sample))
-        let fresh = gst_sample_new(nil, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
-        gst_sample_unref(sample)
-        sample = fresh
-        let own = sl_buffer_make_writable(buffer) // copies only if someone else still holds it
-        gst_sample_set_buffer(fresh, own)
-        gst_buffer_unref(own)
     }
 }

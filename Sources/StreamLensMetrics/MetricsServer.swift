@@ -75,10 +75,9 @@ public final class MetricsServer: Sendable {
             throw MetricsServerError("--metrics: \(address.host) is not a numeric IP address (127.0.0.1, 0.0.0.0, ::1)")
         }
         defer { freeaddrinfo(found) }
-        let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+        let fd = Sockets.stream(family: a.pointee.ai_family, protocol: a.pointee.ai_protocol)
         guard fd >= 0 else { throw MetricsServerError("--metrics: no socket (\(String(cString: strerror(errno))))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        Sockets.enable(fd, level: SOL_SOCKET, option: SO_REUSEADDR)
         guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
             let e = errno
             close(fd)

@@ -1,4 +1,5 @@
 import CGstRTSPShim
+import StreamLensCore
 
 /// An RTSP server (gst-rtsp-server) with one mount that serves the frames pushed into it as
 /// H.264: `rtsp://ADDRESS:PORT/MOUNT`. The server runs its own main loop on a thread of its own;
@@ -38,11 +39,7 @@ public final class RTSPServer {
         }
     }
 
-    public struct Credentials: Sendable, Equatable {
-        public var user: String
-        public var password: String
-        public init(user: String, password: String) { self.user = user; self.password = password }
-    }
+    public typealias Credentials = UserPassword
 
     public let configuration: Configuration
     private let handle: OpaquePointer

@@ -84,33 +84,10 @@ public final class RTSPStage: Stage {
         return c
     }
 
-    /// `user:password` from the file (first line), else from the environment, else none.
+    /// `user:password` from the file (first line), else from the environment, else none
+    /// (Basic authentication's rules: `UserPassword`).
     static func credentials(file: String, environment: [String: String]) throws -> RTSPServer.Credentials? {
-        if !file.isEmpty {
-            try InputFile.check(file, what: "auth-file")
-            guard let data = FileManager.default.contents(atPath: file) else {
-                let why = FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file"
-                throw StageError("cannot read auth-file \(file) (\(why))")
-            }
-            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex, line.index(after: colon) != line.endIndex else {
-                throw StageError("auth-file \(file) must hold user:password on its first line")
-            }
-            return RTSPServer.Credentials(user: String(line[..<colon]), password: String(line[line.index(after: colon)...]))
-        }
-        let user = environment["STREAMLENS_RTSP_USER"] ?? "", password = environment["STREAMLENS_RTSP_PASSWORD"] ?? ""
-        if user.isEmpty && password.isEmpty { return nil }
-        // Say which half is missing; never echo the password.
-        guard !user.isEmpty else {
-            throw StageError("STREAMLENS_RTSP_PASSWORD is set but STREAMLENS_RTSP_USER is not: set both for authentication, or neither")
-        }
-        guard !password.isEmpty else {
-            throw StageError("STREAMLENS_RTSP_USER is set but STREAMLENS_RTSP_PASSWORD is not: set both for authentication, or neither")
-        }
-        guard !user.contains(":") else {
-            throw StageError("STREAMLENS_RTSP_USER must not contain ':' (Basic authentication separates user and password with it)")
-        }
-        return RTSPServer.Credentials(user: user, password: password)
+        try UserPassword.resolve(file: file, fileName: "auth-file", variables: "STREAMLENS_RTSP", environment: environment, basic: true)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -132,10 +109,7 @@ public final class RTSPStage: Stage {
         notices.append(StageNotice(.info, count == 0 ? "no clients" : count == 1 ? "1 client" : "\(count) clients"))
     }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var metrics: [Metric] {
         [.gauge("streamlens_rtsp_clients", "RTSP clients watching (checked every 100 ms)", labels: [("mount", server.configuration.mount)], Double(clients))]

@@ -42,11 +42,10 @@ public final class BlurStage: Stage {
             method = RegionMasking.Method(rawValue: settings.string("method")) ?? .pixelate
             block = settings.int("block")
             let text = settings.string("color")
-            let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
-            guard hex.count == 6, let v = Int(hex, radix: 16) else { throw StageError("property color=\(text) is not a #rrggbb colour") }
-            color = [UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+            guard let c = RGBColour(hex: text) else { throw StageError("property color=\(text) is not a #rrggbb colour") }
+            color = [c.red, c.green, c.blue]
             margin = settings.double("margin")
-            let names = settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let names = settings.list("labels")
             labels = names.isEmpty ? nil : Set(names)
             hold = settings.int("hold")
         }
@@ -117,10 +116,7 @@ public final class BlurStage: Stage {
         do { self.settings = try Settings(settings) } catch { notices.append(StageNotice(.warning, "\(error); keeping the previous settings")) }
     }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var summary: String? { "\(hidden) regions hidden, \(heldHidden) of them held (no longer arriving)" }
 }

@@ -70,8 +70,5 @@ public final class OverlayStage: Stage {
         }
     }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 }

@@ -32,15 +32,9 @@ struct RegionPainter {
         case "class": return .perClass
         case "id": return .perObject
         default:
-            guard let color = parseColor(text) else { throw StageError("property color=\(text) is not a #rrggbb colour, class or id") }
-            return .fixed(color)
+            guard let color = RGBColour(hex: text) else { throw StageError("property color=\(text) is not a #rrggbb colour, class or id") }
+            return .fixed(color.unit)
         }
-    }
-
-    private static func parseColor(_ text: String) -> (Double, Double, Double)? {
-        let hex = text.hasPrefix("#") ? String(text.dropFirst()) : text
-        guard hex.count == 6, let v = Int(hex, radix: 16) else { return nil }
-        return (Double((v >> 16) & 0xFF) / 255, Double((v >> 8) & 0xFF) / 255, Double(v & 0xFF) / 255)
     }
 
     /// Twelve colours far apart (green first), cycled by class or object id.

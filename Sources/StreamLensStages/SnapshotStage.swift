@@ -70,10 +70,7 @@ public final class SnapshotStage: Stage {
         var maxFolderBytes: Int
 
         init(_ settings: StageSettings) throws {
-            func list(_ name: String) -> [String] {
-                settings.string(name).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            }
-            let on = list("on")
+            let on = settings.list("on")
             guard !on.isEmpty else { throw StageError("property on is empty: name one or more of \(Trigger.allCases.map(\.rawValue).joined(separator: ", "))") }
             triggers = []
             for name in on {
@@ -82,7 +79,7 @@ public final class SnapshotStage: Stage {
                 }
                 triggers.insert(t)
             }
-            let events = list("zone-events")
+            let events = settings.list("zone-events")
             for e in events where !Self.zoneEventTypesContain(e) {
                 throw StageError("property zone-events=\(settings.string("zone-events")): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
             }
@@ -90,7 +87,7 @@ public final class SnapshotStage: Stage {
                 throw StageError("property zone-events is for on=zone (on=\(settings.string("on")))")
             }
             zoneEvents = events.isEmpty ? nil : Set(events)
-            let names = list("labels")
+            let names = settings.list("labels")
             labels = names.isEmpty ? nil : Set(names)
             intervalNanoseconds = UInt64((settings.double("interval") * 1e9).rounded())
             crop = settings.string("what") == "crop"

@@ -120,7 +120,7 @@ final class SnapshotWriter: Sendable {
     }
 
     func takeNotices() -> [StageNotice] {
-        notices.withLock { n in defer { n = [] }; return n }
+        notices.withLock { $0.take() }
     }
 
     private func fail(_ message: String) {
@@ -140,8 +140,7 @@ final class SnapshotWriter: Sendable {
         if let problem = Folders.make(folder) { return fail(problem) }
         let ext = Folders.fileExtension(job.path)
         let stem = String(job.path.dropLast(ext.count + 1))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONEncoder.stable()
 
         // Never overwrite: the first free name of stem.jpg, stem-2.jpg, stem-3.jpg… whose .json
         // is free too. The picture is written under a temporary name and linked to its own:

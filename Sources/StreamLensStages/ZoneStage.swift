@@ -54,7 +54,7 @@ public final class ZoneStage: Stage {
             try ZoneSyntax.checkNames(zones)
             normalized = settings.string("coordinates") == "normalized"
             if normalized { try ZoneSyntax.checkNormalized(zones) { $0.isLine ? "lines" : "areas" } }
-            labels = Set(settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            labels = Set(settings.list("labels"))
             bottomAnchor = settings.string("anchor") == "bottom-center"
             forget = settings.int("forget")
         }

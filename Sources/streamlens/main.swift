@@ -270,27 +270,20 @@ func stagesCommand(_ arguments: [String]) -> Int32 {
 ///
 /// Why bounded arenas: a live pipeline makes new threads whenever its source restarts (rtspsrc,
 /// the decoder), and glibc gives new threads new arenas (up to 8 per core), each keeping what it
-/// freed: the soak test's relay grew ~5 MB per camera outage without bound (235 → 278 MB over 9
-/// outages in 10 min) while heaptrack saw at most 12 MB of live heap. With at most one arena per
-/// core (two at least) restarted threads share the arenas already there.
+/// freed, so RSS grew with every camera outage; with at most one arena per core (two at least)
+/// restarted threads share the arenas already there.
 ///
 /// Why frames from the arenas (a fixed mmap threshold of 32 MB, glibc's largest): a frame that
-/// GStreamer copies (a buffer shared with appsink's last sample when a stage writes
-/// into it, a decoder's output made writable) is 0.3–3.7 MB; above the mmap threshold each one is
-/// a fresh mapping, zeroed page by page on first touch and unmapped when freed. The fix before
-/// this one held the threshold at 128 KB for the arenas' sake, which made every such copy a
-/// mapping: `streamlens serve` with 16 live 640x360 face sources on 2 vCPUs spent ~20 % of its CPU
-/// in page faults and unmapping (perf). Three interleaved rounds of 20 s: 40.9–41.3 CPU s for
-/// 8458–8590 frames with that threshold, 37.3–37.5 CPU s for 9738–9833 frames (every source at
-/// 30 fps) with this policy — 3.8 instead of 4.8 ms of CPU a frame; peak RSS 361–389 MB against
-/// 362–365. The 10-minute soak (9 outages): RSS 199.6 → 200.5 MB (1.004×),
-/// against 203.4 → 209.0 MB (1.028×) with the 128 KB threshold. (A trim threshold of 8 or 64 MB
-/// on top measured no faster, and at 64 MB the soak's RSS crept, 1.042×; glibc's default 128 KB
-/// is kept.)
+/// GStreamer copies (a buffer shared with appsink's last sample when a stage writes into it, a
+/// decoder's output made writable) is 0.3–3.7 MB; above the mmap threshold each one is a fresh
+/// mapping, zeroed page by page on first touch and unmapped when freed, which cost `streamlens
+/// serve` with many live sources a large share of its CPU in page faults. glibc's default trim
+/// threshold is kept (higher ones measured no faster). The figures are in the commit that made
+/// this policy (bad770e).
 ///
 /// Only the CLI does this: a library must not change its host's allocator. MALLOC_ARENA_MAX and
-/// MALLOC_MMAP_THRESHOLD_ in the environment win over their settings here. mallopt is not in the Glibc module (malloc.h), hence dlsym; the
-/// parameters' numbers are malloc.h's.
+/// MALLOC_MMAP_THRESHOLD_ in the environment win over their settings here. mallopt is not in the
+/// Glibc module (malloc.h), hence dlsym; the parameters' numbers are malloc.h's.
 func useFrameFriendlyAllocator() {
     guard let symbol = dlsym(nil, "mallopt") else { return }
     typealias Mallopt = @convention(c) (Int32, Int32) -> Int32

@@ -111,8 +111,6 @@ public struct FrameGeometry: Sendable, Equatable {
         let bottomRight = toFrame(Point(x: d.box.xMax, y: d.box.yMax))
         let box = bounds.clamp(Box(xMin: topLeft.x, yMin: topLeft.y, xMax: bottomRight.x, yMax: bottomRight.y))
             ?? Box(xMin: 0, yMin: 0, xMax: 0, yMax: 0)
-        let keypoints = d.keypoints.compactMap { bounds.clamp(toFrame($0)) }
-        return Detection(box: box, score: d.score, keypoints: keypoints.count == d.keypoints.count ? keypoints : [],
-                         label: d.label, labelId: d.labelId)
+        return Detection(box: box, score: d.score, keypoints: bounds.clamp(keypoints: d.keypoints.map(toFrame)), label: d.label, labelId: d.labelId)
     }
 }

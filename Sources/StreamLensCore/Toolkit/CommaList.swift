@@ -1,0 +1,13 @@
+import Foundation
+
+/// A comma-separated list as properties and options give them ("person, car,,bus"): each item
+/// trimmed of spaces, empty ones left out, so a stray comma or space never names an empty item.
+public func commaList(_ text: String) -> [String] {
+    text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+extension StageSettings {
+    /// A string property read as a comma-separated list (`commaList`): a stage's `labels=`,
+    /// `classes=`, `on=`.
+    public func list(_ name: String) -> [String] { commaList(string(name)) }
+}
