@@ -1,13 +1,16 @@
 /// Where lensmetadata publishes: `mqtt://HOST[:PORT]/TOPIC` or `mqtts://HOST[:PORT]/TOPIC`
 /// (TLS). Parsed here, without C, so the rules have unit tests; the client is StreamLensMQTT.
 public struct MQTTLocation: Equatable, Sendable {
-    public var host: String
-    public var port: Int
+    public var broker: URLAuthority
     public var topic: String
     public var tls: Bool
+    public var host: String { broker.host }
+    public var port: Int { broker.port }
 
     public init(host: String, port: Int, topic: String, tls: Bool) {
-        self.host = host; self.port = port; self.topic = topic; self.tls = tls
+        broker = URLAuthority(host: host, port: port)
+        self.topic = topic
+        self.tls = tls
     }
 
     /// True when `location` names a broker rather than a file (the scheme decides).
@@ -42,15 +45,13 @@ public struct MQTTLocation: Equatable, Sendable {
         guard !topic.contains("+"), !topic.contains("#") else {
             throw bad("topic \(topic) holds a wildcard (+ or #): one publishes to a plain topic")
         }
-        let parsed = try URLAuthority(parsing: authority, defaultPort: tls ? 8883 : 1883, noHost: "no host",
-                                      credentials: "no user or password in the URL: use credentials= (a file) or STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD",
-                                      bad: bad)
-        host = parsed.host
-        port = parsed.port
+        broker = try URLAuthority(parsing: authority, defaultPort: tls ? 8883 : 1883, noHost: "no host",
+                                  credentials: "no user or password in the URL: use credentials= (a file) or STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD",
+                                  bad: bad)
     }
 
     /// The URL as given back in messages.
     public var description: String {
-        "\(tls ? "mqtts" : "mqtt")://\(URLAuthority(host: host, port: port).description)/\(topic)"
+        "\(tls ? "mqtts" : "mqtt")://\(broker.description)/\(topic)"
     }
 }

@@ -97,8 +97,5 @@ public final class InferenceQueue<Context> {
     /// The server's figures for the end-of-stream summary, when one was asked.
     public var summary: String? { usedServer ? record.summary : nil }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 import Synchronization
 
 // The process's share of the machine for model stages: who is running a model, how many
@@ -193,7 +194,7 @@ public struct PrecisionDecision: Codable, Sendable, Equatable {
 /// compiled model reports is what counts (a CPU without bf16 runs a bf16 hint in f32).
 public func precisionCandidates(capabilities: [String]) -> [String] {
     if let listed = ProcessInfo.processInfo.environment["STREAMLENS_PRECISION_CANDIDATES"], !listed.isEmpty {
-        return listed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        return commaList(listed).map { $0.lowercased() }
     }
     let names = ["FP32": "f32", "BF16": "bf16", "FP16": "f16"]
     let found = capabilities.compactMap { names[$0.uppercased()] }

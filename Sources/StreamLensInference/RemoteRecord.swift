@@ -5,7 +5,7 @@ import StreamLensCore
 /// round trips, bytes on the wire, frames that went on without inference while the server was
 /// away. One per stage, used by its worker thread.
 struct RemoteRecord {
-    private(set) var roundTrips: [Double] = []
+    private(set) var roundTrips = TimingWindow()
     private(set) var bytesSent = 0, bytesReceived = 0, requests = 0, failures = 0, skipped = 0
     /// While the server is away: when to try again, and how long the next wait is.
     private var retryAt: UInt64 = 0
@@ -32,8 +32,7 @@ struct RemoteRecord {
             down = true
             return first ? StageNotice(.warning, "\(error.message); frames go on without inference, trying again every \(String(format: "%.2g", Double(wait) / 1e9))…4 s") : nil
         }
-        roundTrips.append(request.roundTripMilliseconds)
-        if roundTrips.count > 4096 { roundTrips.removeFirst(2048) }
+        roundTrips.record(request.roundTripMilliseconds)
         backoff = 250_000_000
         guard down else { return nil }
         down = false
@@ -41,10 +40,8 @@ struct RemoteRecord {
     }
 
     var summary: String {
-        let sorted = roundTrips.sorted()
-        func at(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
         let perRequest = requests > 0 ? (bytesSent / requests, bytesReceived / requests) : (0, 0)
         return String(format: "remote: %d requests, round trip p50 %.1f ms p95 %.1f ms, %d+%d bytes a request, %d failed, %d frames without inference",
-                      requests, at(0.5), at(0.95), perRequest.0, perRequest.1, failures, skipped)
+                      requests, roundTrips.median ?? 0, roundTrips.percentile(95) ?? 0, perRequest.0, perRequest.1, failures, skipped)
     }
 }

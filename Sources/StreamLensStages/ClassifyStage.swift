@@ -36,7 +36,7 @@ public final class ClassifyStage: Stage {
         var minSize: Double
         var interval: Int
         init(_ settings: StageSettings) {
-            let names = settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let names = settings.list("labels")
             labels = names.isEmpty ? nil : Set(names)
             minSize = Double(settings.int("min-size"))
             interval = settings.int("interval")
@@ -76,9 +76,9 @@ public final class ClassifyStage: Stage {
     /// interval: the frame each object was last sent from, and its last result.
     private var lastRun: [Int: Int] = [:]
     private var lastResult: [Int: (frame: Int, result: RegionResult)] = [:]
-    private var inferenceTimes: [Double] = []
+    private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
-    private var cropTimes: [Double] = []
+    private var cropTimes = TimingWindow()
     private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0)
     private var notices: [StageNotice] = []
 
@@ -139,7 +139,7 @@ public final class ClassifyStage: Stage {
                 CropSampling.sample(bytes, source, placement: placement, outWidth: manifest.input.width, outHeight: manifest.input.height,
                                     gray: gray, into: &crops)
             }
-            record(&cropTimes, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            cropTimes.record(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
             do {
                 try crops.withUnsafeBytes { try queue.submit(model, pixels: $0, context: Job(region: i, placement: placement, objectId: region.objectId)) }
             } catch {
@@ -167,7 +167,7 @@ public final class ClassifyStage: Stage {
             switch outcome {
             case .outputs(let outputs, let milliseconds):
                 let result = outputIndices.map { outputs[$0] }.withBuffers { decoder.decode($0) }
-                record(&inferenceTimes, milliseconds)
+                inferenceTimes.record(milliseconds)
                 inferenceMetrics.observe(milliseconds: milliseconds)
                 first.results.append((job.region, result, job.placement))
                 if job.objectId >= 0 { lastResult[job.objectId] = (first.frame.index, result) }
@@ -214,21 +214,13 @@ public final class ClassifyStage: Stage {
         for i in changed.sorted() { entry.frame.pixels.updateRegionOfInterest(regions[i], at: i) }
     }
 
-    private func record(_ list: inout [Double], _ value: Double) {
-        list.append(value)
-        if list.count > 4096 { list.removeFirst(2048) }
-    }
-
     public func settingsChanged(_ settings: StageSettings) { live = LiveSettings(settings) }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices + queue.takeNotices()
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() + queue.takeNotices() }
 
     public var latencyNanoseconds: UInt64 {
-        guard !inferenceTimes.isEmpty else { return 0 }
-        return UInt64(inferenceTimes.sorted()[inferenceTimes.count / 2] * 2e6)
+        guard let median = inferenceTimes.median else { return 0 }
+        return UInt64(median * 2e6)
     }
 
     public var metrics: [Metric] {
@@ -238,7 +230,7 @@ public final class ClassifyStage: Stage {
 
     public var summary: String? {
         guard counts.crops + counts.reused + counts.small + counts.noKeypoints > 0 else { return nil }
-        func median(_ v: [Double]) -> Double { v.isEmpty ? 0 : v.sorted()[v.count / 2] }
+        func median(_ v: TimingWindow) -> Double { v.median ?? 0 }
         var parts = [String(format: "%d crops, inference %.1f ms median, crop %.2f ms", counts.crops, median(inferenceTimes), median(cropTimes))]
         if counts.reused > 0 { parts.append("\(counts.reused) results kept between runs (interval)") }
         if counts.small > 0 { parts.append("\(counts.small) regions under min-size") }

@@ -96,7 +96,7 @@ public final class DetectStage: Stage {
     private var last: [RegionOfInterest] = []
     /// `metadata=`: lensmetadata's writer.
     private var metadata: MetadataWriter?
-    private var inferenceTimes: [Double] = []
+    private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
     /// Counts this stage in the process's thread budget (local models).
     private var modelUse: ModelUse?
@@ -119,7 +119,7 @@ public final class DetectStage: Stage {
         if threshold > 0 { parameters.minScore = threshold }
         if let method = SuppressionOptions.Method(rawValue: settings.string("suppression")) { parameters.suppression.method = method }
         if let agnostic = Bool(settings.string("class-agnostic")) { parameters.suppression.classAgnostic = agnostic }
-        let names = settings.string("classes").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let names = settings.list("classes")
         let classes = try DetectionClasses(labels: manifest.labels, classThresholds: threshold > 0 ? [:] : manifest.classThresholds,
                                            keeping: names.isEmpty ? nil : names)
         do {
@@ -214,8 +214,7 @@ public final class DetectStage: Stage {
 
     private func recordInferenceTime(_ milliseconds: Double) {
         inferenceMetrics.observe(milliseconds: milliseconds)
-        inferenceTimes.append(milliseconds)
-        if inferenceTimes.count > 4096 { inferenceTimes.removeFirst(2048) }
+        inferenceTimes.record(milliseconds)
     }
 
     /// Decoded detections (model space) as regions in frame pixels.
@@ -237,13 +236,12 @@ public final class DetectStage: Stage {
         if let metadata { notices += metadata.write(last, frame: frame) }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
         latency.add(milliseconds: inStage)
-        stageTimes.append(inStage)
-        if stageTimes.count > 4096 { stageTimes.removeFirst(2048) }
+        stageTimes.record(inStage)
     }
 
     /// Each frame's time from arrival to leaving the stage, in milliseconds (a remote model's
     /// frames wait for their answers in order: this is the latency the stage adds).
-    private var stageTimes: [Double] = []
+    private var stageTimes = TimingWindow()
 
     public var latencyNanoseconds: UInt64 { latency.nanoseconds }
     private var latency = ReportedLatency()
@@ -278,10 +276,7 @@ public final class DetectStage: Stage {
 
     private var format: VideoFormat?
     private var notices: [StageNotice] = []
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var metrics: [Metric] {
         inferenceMetrics.metrics(model: manifestPath, device: options.device, running: model)
@@ -289,14 +284,11 @@ public final class DetectStage: Stage {
     }
 
     public var summary: String? {
-        guard !inferenceTimes.isEmpty else { return nil }
-        let sorted = inferenceTimes.sorted()
-        let stage = stageTimes.sorted()
+        guard let inference = inferenceTimes.median else { return nil }
         // "20 face boxes" for a one-class detector, "20 boxes" for several classes.
         let what = manifest.labels.count == 1 ? "\(manifest.labels[0]) boxes" : "boxes"
-        let text = String(format: "inference %.1f ms median (%d runs), %d %@, frame in stage p50 %.1f ms p95 %.1f ms", sorted[sorted.count / 2],
-                          inferenceTimes.count, found, what, stage.isEmpty ? 0 : stage[stage.count / 2],
-                          stage.isEmpty ? 0 : stage[min(stage.count - 1, Int(Double(stage.count) * 0.95))])
+        let text = String(format: "inference %.1f ms median (%d runs), %d %@, frame in stage p50 %.1f ms p95 %.1f ms", inference,
+                          inferenceTimes.count, found, what, stageTimes.median ?? 0, stageTimes.percentile(95) ?? 0)
         let settings = model?.settings ?? ""
         return [text, settings, queue.summary ?? "", metadata?.summary ?? ""].filter { !$0.isEmpty }.joined(separator: ", ")
     }

@@ -28,7 +28,7 @@ public final class MetadataStage: Stage {
 
     private let sink: any RecordSink
     private let publish: String
-    private let encoder = MetadataWriter.makeEncoder()
+    private let encoder = JSONEncoder.stable()
     private var notices: [StageNotice] = []
     private var ended = false
 
@@ -56,10 +56,7 @@ public final class MetadataStage: Stage {
 
     public var summary: String? { sink.summary }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var metrics: [Metric] { sink.metrics }
 }

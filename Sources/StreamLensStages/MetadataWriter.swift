@@ -21,7 +21,7 @@ final class MetadataWriter {
     private var writer: FileWriter?
     /// The file, until it is created at the first frame.
     private var pendingPath: String?
-    private let encoder = MetadataWriter.makeEncoder()
+    private let encoder = JSONEncoder.stable()
 
     /// `location`: a path, or `-` for standard output. Throws a StageError naming the file
     /// when it cannot be written, or when it is a named pipe that nobody reads (opened now,
@@ -155,12 +155,6 @@ final class MetadataWriter {
         return "metadata to \(writer.name): \(c.written) records written, " + parts.joined(separator: ", ")
     }
 
-    /// A JSON encoder as the records need it (sorted keys, slashes as they are).
-    static func makeEncoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
 
     /// One frame's record, newline included: the line of the file, what every record sink takes.
     static func record(_ regions: [RegionOfInterest], frame: Frame, encoder: JSONEncoder) -> Data? {

@@ -76,7 +76,7 @@ public final class StylizeStage: Stage {
             strength = settings.double("strength")
             smoothing = settings.double("smoothing")
             regions = RegionMask.Side(rawValue: settings.string("regions"))
-            labels = Set(settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            labels = Set(settings.list("labels"))
             feather = settings.int("feather")
         }
 
@@ -122,10 +122,10 @@ public final class StylizeStage: Stage {
 
     /// Frames that went on untouched because no region matched (regions=inside).
     private var framesWithoutRegions = 0
-    private var inferenceTimes: [Double] = []
+    private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
-    private var frameTimes: [Double] = []
-    private var shrinkTimes: [Double] = [], convertTimes: [Double] = [], blendTimes: [Double] = []
+    private var frameTimes = TimingWindow()
+    private var shrinkTimes = TimingWindow(), convertTimes = TimingWindow(), blendTimes = TimingWindow()
     /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
     private var startupMilliseconds = (style: 0.0, compile: 0.0)
 
@@ -284,12 +284,12 @@ public final class StylizeStage: Stage {
             }
         }
         let end = DispatchTime.now().uptimeNanoseconds
-        record(&inferenceTimes, Double(times.convertStart - times.inferStart) / 1e6)
+        inferenceTimes.record(Double(times.convertStart - times.inferStart) / 1e6)
         inferenceMetrics.observe(milliseconds: Double(times.convertStart - times.inferStart) / 1e6)
-        record(&frameTimes, Double(end - times.start) / 1e6)
-        record(&shrinkTimes, Double(times.inferStart - times.start) / 1e6)
-        record(&convertTimes, Double(inferEnd - times.convertStart) / 1e6)
-        record(&blendTimes, Double(end - blendStart) / 1e6)
+        frameTimes.record(Double(end - times.start) / 1e6)
+        shrinkTimes.record(Double(times.inferStart - times.start) / 1e6)
+        convertTimes.record(Double(inferEnd - times.convertStart) / 1e6)
+        blendTimes.record(Double(end - blendStart) / 1e6)
         latency.add(milliseconds: Double(end - times.start) / 1e6)
     }
 
@@ -315,11 +315,6 @@ public final class StylizeStage: Stage {
                 }
             }
         }
-    }
-
-    private func record(_ list: inout [Double], _ value: Double) {
-        list.append(value)
-        if list.count > 4096 { list.removeFirst(2048) }
     }
 
     public func settingsChanged(_ settings: StageSettings) {
@@ -438,17 +433,13 @@ public final class StylizeStage: Stage {
     public var latencyNanoseconds: UInt64 { latency.nanoseconds }
     private var latency = ReportedLatency()
 
-    public func takeNotices() -> [StageNotice] {
-        guard !notices.isEmpty else { return [] }
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var summary: String? {
         let n = framesWithoutRegions
         let unmatched = n > 0 ? "\(n) frame\(n == 1 ? "" : "s") without a region to stylize passed untouched" : ""
         guard !frameTimes.isEmpty else { return unmatched.isEmpty ? nil : unmatched }
-        func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        func median(_ v: TimingWindow) -> Double { v.median ?? 0 }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
         let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
                           median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,

@@ -61,7 +61,7 @@ public final class TrackStage: Stage {
             t.maxAge = settings.int("max-age")
             t.perClass = settings.bool("per-class")
             tracker = t
-            let names = settings.string("labels").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let names = settings.list("labels")
             labels = names.isEmpty ? nil : Set(names)
         }
     }
@@ -138,10 +138,7 @@ public final class TrackStage: Stage {
         }
     }
 
-    public func takeNotices() -> [StageNotice] {
-        defer { notices = [] }
-        return notices
-    }
+    public func takeNotices() -> [StageNotice] { notices.take() }
 
     public var metrics: [Metric] {
         [.counter("streamlens_tracks_confirmed_total", "Object ids given (tracks confirmed)", tracker.confirmedCount),

@@ -41,7 +41,7 @@ final class HTTPConnection: @unchecked Sendable {
         var address: UnsafeMutablePointer<addrinfo>? = first
         var connected: Int32 = -1
         while let a = address, connected < 0 {
-            let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+            let fd = Sockets.stream(family: a.pointee.ai_family, protocol: a.pointee.ai_protocol) // hints ask for SOCK_STREAM
             if fd >= 0 {
                 // Bounds connect(); reads and writes wait in poll() for the exchange's deadline.
                 Self.setTimeout(fd, timeout)
@@ -57,8 +57,7 @@ final class HTTPConnection: @unchecked Sendable {
             address = a.pointee.ai_next
         }
         guard connected >= 0 else { throw WireError(Self.describe(lastError), transient: true) }
-        var one: Int32 = 1
-        setsockopt(connected, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        Sockets.enable(connected, level: Int32(IPPROTO_TCP), option: TCP_NODELAY)
         fd = connected
     }
 

@@ -29,12 +29,12 @@ public final class IoUTracker: ObjectTracker {
 
     public var settings: TrackerSettings
     private var tracks: [Track] = []
-    private var nextId: Int
-    public private(set) var confirmedCount = 0
+    private var ids: TrackIds
+    public var confirmedCount: Int { ids.given }
 
     public init(settings: TrackerSettings = TrackerSettings(), firstId: Int = 1) {
         self.settings = settings
-        nextId = firstId
+        ids = TrackIds(first: firstId)
     }
 
     public var trackCount: Int { tracks.count }
@@ -107,9 +107,7 @@ public final class IoUTracker: ObjectTracker {
     }
 
     private func confirm(_ t: Int) {
-        tracks[t].id = nextId
-        nextId += 1
-        confirmedCount += 1
+        tracks[t].id = ids.give()
     }
 
     private func report(_ track: Track, detection: Int?) -> TrackReport {

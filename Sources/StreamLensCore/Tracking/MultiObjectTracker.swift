@@ -37,13 +37,13 @@ public final class MultiObjectTracker: ObjectTracker {
 
     public var settings: Settings
     private var tracks: [Track] = []
-    private var nextId: Int
-    public private(set) var confirmedCount = 0
+    private var ids: TrackIds
+    public var confirmedCount: Int { ids.given }
 
     /// `firstId`: the first id given (ids then count up, never reused).
     public init(settings: Settings = Settings(), firstId: Int = 1) {
         self.settings = settings
-        self.nextId = firstId
+        ids = TrackIds(first: firstId)
     }
 
     public var trackCount: Int { tracks.count }
@@ -148,9 +148,7 @@ public final class MultiObjectTracker: ObjectTracker {
     }
 
     private func confirm(_ t: Int) {
-        tracks[t].id = nextId
-        nextId += 1
-        confirmedCount += 1
+        tracks[t].id = ids.give()
     }
 
     private func report(_ track: Track, detection: Int?, box: Box) -> Report {

@@ -97,3 +97,16 @@ public struct TrackReport: Sendable, Equatable {
         self.detection = detection; self.missed = missed
     }
 }
+
+/// The ids a tracker gives its confirmed tracks: counting up from the first, never reused.
+public struct TrackIds: Sendable {
+    private var next: Int
+    /// Ids given so far (tracks confirmed).
+    public private(set) var given = 0
+    public init(first: Int) { next = first }
+    /// The id of a track confirmed now.
+    public mutating func give() -> Int {
+        defer { next += 1; given += 1 }
+        return next
+    }
+}
