@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import StreamLensCore
+@testable import StreamLensCore
 
 /// The fuzzers in `make fuzz` (Fuzz/, tools/fuzz.sh) within the ordinary test run: their committed
 /// corpus replayed through the same entry points (FuzzEntryPoints.swift here is a symlink to

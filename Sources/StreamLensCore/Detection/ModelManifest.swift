@@ -58,39 +58,17 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         public var layout: Layout
         /// The image input's name when the model has several inputs (arbitrary-style transfer
         /// networks take the frame and a style vector).
-        public var name: String?
+        public var name: String? = nil
         /// Whether the model file's own fixed input shape may be replaced by [1, 3, height, width]
         /// (default false). Fully convolutional detectors (CenterFace: [10,3,32,32] in the file)
         /// run at whatever size the manifest chooses; without it a fixed shape that differs from
         /// the manifest is refused, since most detectors' decoders are made for one size.
-        public var resizable: Bool
-
-        public init(width: Int, height: Int, colorOrder: ColorOrder, valueRange: [Double], layout: Layout, name: String? = nil,
-                    resizable: Bool = false) {
-            self.width = width
-            self.height = height
-            self.colorOrder = colorOrder
-            self.valueRange = valueRange
-            self.layout = layout
-            self.name = name
-            self.resizable = resizable
-        }
+        public var resizable: Bool = false
 
         enum CodingKeys: String, CodingKey {
             case width, height, layout, name, resizable
             case colorOrder = "color_order"
             case valueRange = "value_range"
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            width = try c.decode(Int.self, forKey: .width)
-            height = try c.decode(Int.self, forKey: .height)
-            colorOrder = try c.decode(ColorOrder.self, forKey: .colorOrder)
-            valueRange = try c.decode([Double].self, forKey: .valueRange)
-            layout = try c.decode(Layout.self, forKey: .layout)
-            name = try c.decodeIfPresent(String.self, forKey: .name)
-            resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
         }
 
         /// OpenVINO-style normalisation `(x - mean) / scale` taking 8-bit 0…255 to the value
@@ -181,18 +159,11 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// An image-to-image model's output picture: layout, channel order and the values that
     /// mean 0 and 255 (Create ML's ends in ×255, Magenta's in a sigmoid, 0…1).
     public struct ImageOutput: Sendable, Codable, Equatable {
-        public var layout: Input.Layout
-        public var colorOrder: Input.ColorOrder
-        public var valueRange: [Double]
+        public var layout: Input.Layout = .nhwc
+        public var colorOrder: Input.ColorOrder = .rgb
+        public var valueRange: [Double] = [0, 1]
         /// The output's name when the model has several (default: the first).
-        public var output: String?
-
-        public init(layout: Input.Layout = .nhwc, colorOrder: Input.ColorOrder = .rgb, valueRange: [Double] = [0, 1], output: String? = nil) {
-            self.layout = layout
-            self.colorOrder = colorOrder
-            self.valueRange = valueRange
-            self.output = output
-        }
+        public var output: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case layout, output
@@ -200,14 +171,8 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             case valueRange = "value_range"
         }
 
-        public init(from decoder: any Swift.Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            layout = try c.decodeIfPresent(Input.Layout.self, forKey: .layout) ?? .nhwc
-            colorOrder = try c.decodeIfPresent(Input.ColorOrder.self, forKey: .colorOrder) ?? .rgb
-            valueRange = try c.decodeIfPresent([Double].self, forKey: .valueRange) ?? [0, 1]
-            output = try c.decodeIfPresent(String.self, forKey: .output)
-        }
     }
+
 
     /// The style-prediction network of an arbitrary-style model (Magenta): it turns a style image
     /// into a vector once, and the main model stylizes every frame with that vector.
@@ -219,29 +184,6 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// The style image used when the stage's `style-image` is empty, relative to the
         /// manifest's folder (or absolute); nil means the stage must name one.
         public var image: String?
-
-        public init(model: String, input: Input, image: String? = nil) {
-            self.model = model
-            self.input = input
-            self.image = image
-        }
-    }
-
-    public init(name: String, model: String, input: Input, crop: CropMode = .letterbox, decoder: DecoderSpec,
-                style: StyleSpec? = nil, labels: [String], labelsFile: String? = nil, classThresholds: [String: Double] = [:],
-                licence: String, provenance: String? = nil) {
-        self.schemaVersion = Self.schemaVersion
-        self.name = name
-        self.model = model
-        self.input = input
-        self.crop = crop
-        self.decoder = decoder
-        self.style = style
-        self.labels = labels
-        self.labelsFile = labelsFile
-        self.classThresholds = classThresholds
-        self.licence = licence
-        self.provenance = provenance
     }
 
     enum CodingKeys: String, CodingKey {
@@ -445,3 +387,26 @@ public struct ModelManifest: Sendable, Codable, Equatable {
 /// Thrown while decoding, turned into a `StageError` naming the file by `ModelManifest.decode`.
 struct WrongSchemaVersion: Error { var version: Int }
 struct UnknownDecoder: Error { var name: String }
+
+extension ModelManifest.Input {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        width = try c.decode(Int.self, forKey: .width)
+        height = try c.decode(Int.self, forKey: .height)
+        colorOrder = try c.decode(ColorOrder.self, forKey: .colorOrder)
+        valueRange = try c.decode([Double].self, forKey: .valueRange)
+        layout = try c.decode(Layout.self, forKey: .layout)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
+    }
+}
+
+extension ModelManifest.ImageOutput {
+    public init(from decoder: any Swift.Decoder) throws {
+        let d = Self(), c = try decoder.container(keyedBy: CodingKeys.self)
+        layout = try c.decodeIfPresent(ModelManifest.Input.Layout.self, forKey: .layout) ?? d.layout
+        colorOrder = try c.decodeIfPresent(ModelManifest.Input.ColorOrder.self, forKey: .colorOrder) ?? d.colorOrder
+        valueRange = try c.decodeIfPresent([Double].self, forKey: .valueRange) ?? d.valueRange
+        output = try c.decodeIfPresent(String.self, forKey: .output)
+    }
+}

@@ -12,34 +12,17 @@ public struct SSDAnchorOptions: Sendable, Codable, Equatable {
     public var inputHeight: Int
     public var inputWidth: Int
     /// Where the anchor sits in its feature-map cell, 0…1 (default 0.5: the cell's centre).
-    public var anchorOffsetX: Double
-    public var anchorOffsetY: Double
+    public var anchorOffsetX: Double = 0.5
+    public var anchorOffsetY: Double = 0.5
     /// One stride per layer; consecutive layers with the same stride share one feature map.
     public var strides: [Int]
     public var aspectRatios: [Double]
     /// Every anchor 1x1: the regressors then carry sizes relative to the whole input (BlazeFace).
     public var fixedAnchorSize: Bool
     /// > 0 adds one anchor per cell between this layer's scale and the next one's (default 1).
-    public var interpolatedScaleAspectRatio: Double
+    public var interpolatedScaleAspectRatio: Double = 1.0
     /// The lowest layer gets the fixed trio (0.1, 1), (scale, 2), (scale, 0.5) (default false).
-    public var reduceBoxesInLowestLayer: Bool
-
-    public init(numLayers: Int, minScale: Double, maxScale: Double, inputHeight: Int, inputWidth: Int,
-                anchorOffsetX: Double = 0.5, anchorOffsetY: Double = 0.5, strides: [Int], aspectRatios: [Double],
-                fixedAnchorSize: Bool, interpolatedScaleAspectRatio: Double = 1.0, reduceBoxesInLowestLayer: Bool = false) {
-        self.numLayers = numLayers
-        self.minScale = minScale
-        self.maxScale = maxScale
-        self.inputHeight = inputHeight
-        self.inputWidth = inputWidth
-        self.anchorOffsetX = anchorOffsetX
-        self.anchorOffsetY = anchorOffsetY
-        self.strides = strides
-        self.aspectRatios = aspectRatios
-        self.fixedAnchorSize = fixedAnchorSize
-        self.interpolatedScaleAspectRatio = interpolatedScaleAspectRatio
-        self.reduceBoxesInLowestLayer = reduceBoxesInLowestLayer
-    }
+    public var reduceBoxesInLowestLayer: Bool = false
 
     /// MediaPipe's short-range face detector (face_detection_short_range.tflite).
     public static let faceShortRange = SSDAnchorOptions(
@@ -64,22 +47,6 @@ public struct SSDAnchorOptions: Sendable, Codable, Equatable {
         case fixedAnchorSize = "fixed_anchor_size"
         case interpolatedScaleAspectRatio = "interpolated_scale_aspect_ratio"
         case reduceBoxesInLowestLayer = "reduce_boxes_in_lowest_layer"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        numLayers = try c.decode(Int.self, forKey: .numLayers)
-        minScale = try c.decode(Double.self, forKey: .minScale)
-        maxScale = try c.decode(Double.self, forKey: .maxScale)
-        inputHeight = try c.decode(Int.self, forKey: .inputHeight)
-        inputWidth = try c.decode(Int.self, forKey: .inputWidth)
-        anchorOffsetX = try c.decodeIfPresent(Double.self, forKey: .anchorOffsetX) ?? 0.5
-        anchorOffsetY = try c.decodeIfPresent(Double.self, forKey: .anchorOffsetY) ?? 0.5
-        strides = try c.decode([Int].self, forKey: .strides)
-        aspectRatios = try c.decode([Double].self, forKey: .aspectRatios)
-        fixedAnchorSize = try c.decodeIfPresent(Bool.self, forKey: .fixedAnchorSize) ?? false
-        interpolatedScaleAspectRatio = try c.decodeIfPresent(Double.self, forKey: .interpolatedScaleAspectRatio) ?? 1.0
-        reduceBoxesInLowestLayer = try c.decodeIfPresent(Bool.self, forKey: .reduceBoxesInLowestLayer) ?? false
     }
 
     /// What MediaPipe checks, plus what would otherwise trap: one stride per layer, positive
@@ -130,19 +97,30 @@ public struct SSDAnchorOptions: Sendable, Codable, Equatable {
     }
 }
 
+extension SSDAnchorOptions {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        numLayers = try c.decode(Int.self, forKey: .numLayers)
+        minScale = try c.decode(Double.self, forKey: .minScale)
+        maxScale = try c.decode(Double.self, forKey: .maxScale)
+        inputHeight = try c.decode(Int.self, forKey: .inputHeight)
+        inputWidth = try c.decode(Int.self, forKey: .inputWidth)
+        anchorOffsetX = try c.decodeIfPresent(Double.self, forKey: .anchorOffsetX) ?? 0.5
+        anchorOffsetY = try c.decodeIfPresent(Double.self, forKey: .anchorOffsetY) ?? 0.5
+        strides = try c.decode([Int].self, forKey: .strides)
+        aspectRatios = try c.decode([Double].self, forKey: .aspectRatios)
+        fixedAnchorSize = try c.decodeIfPresent(Bool.self, forKey: .fixedAnchorSize) ?? false
+        interpolatedScaleAspectRatio = try c.decodeIfPresent(Double.self, forKey: .interpolatedScaleAspectRatio) ?? 1.0
+        reduceBoxesInLowestLayer = try c.decodeIfPresent(Bool.self, forKey: .reduceBoxesInLowestLayer) ?? false
+    }
+}
+
 /// One SSD anchor, normalised to the model input (0…1).
 public struct Anchor: Sendable, Equatable {
     public var xCenter: Double
     public var yCenter: Double
     public var width: Double
     public var height: Double
-
-    public init(xCenter: Double, yCenter: Double, width: Double, height: Double) {
-        self.xCenter = xCenter
-        self.yCenter = yCenter
-        self.width = width
-        self.height = height
-    }
 }
 
 /// MediaPipe's `SsdAnchorsCalculator::GenerateAnchors`, step for step (without the options

@@ -11,38 +11,26 @@ public struct SSDDecoderOptions: DetectionDecoderParameters {
     public static let decoderName = "ssd"
 
     /// The DetectionOutput output (a tensor name or a decimal index).
-    public var detectionsOutput: String?
+    public var detectionsOutput: String? = nil
     /// The four TF outputs by name or index. When none of the five is given, the form and the
     /// outputs are told by shape (a last dimension of 7: DetectionOutput; else boxes [1, N, 4],
     /// count [1], and of the two [1, N] the one named like "class" or, failing names, the first
     /// (TFLite's order) is the classes).
-    public var boxesOutput: String?
-    public var classesOutput: String?
-    public var scoresOutput: String?
-    public var countOutput: String?
+    public var boxesOutput: String? = nil
+    public var classesOutput: String? = nil
+    public var scoresOutput: String? = nil
+    public var countOutput: String? = nil
     /// Subtracted from the model's class numbers to give label ids: 1 when class 0 is the
     /// background (most DetectionOutput models, TF's SavedModels), so labels start at the first
     /// real class. A detection whose id is then negative (the background) is dropped.
-    public var labelOffset: Int
+    public var labelOffset: Int = 0
     /// Default 0.5.
-    public var minScore: Double
+    public var minScore: Double = 0.5
     /// Default nms at IoU 0.45, per class (the model's own suppression has usually run; this
     /// one costs little and catches what a model without it leaves).
-    public var suppression: SuppressionOptions
+    public var suppression: SuppressionOptions = SSDDecoderOptions.defaultSuppression
 
     public static let defaultSuppression = SuppressionOptions(method: .nms, iouThreshold: 0.45)
-
-    public init(detectionsOutput: String? = nil, boxesOutput: String? = nil, classesOutput: String? = nil, scoresOutput: String? = nil,
-                countOutput: String? = nil, labelOffset: Int = 0, minScore: Double = 0.5, suppression: SuppressionOptions = Self.defaultSuppression) {
-        self.detectionsOutput = detectionsOutput
-        self.boxesOutput = boxesOutput
-        self.classesOutput = classesOutput
-        self.scoresOutput = scoresOutput
-        self.countOutput = countOutput
-        self.labelOffset = labelOffset
-        self.minScore = minScore
-        self.suppression = suppression
-    }
 
     enum CodingKeys: String, CodingKey {
         case detectionsOutput = "detections_output"
@@ -53,18 +41,6 @@ public struct SSDDecoderOptions: DetectionDecoderParameters {
         case labelOffset = "label_offset"
         case minScore = "min_score"
         case suppression
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        detectionsOutput = try c.decodeIfPresent(String.self, forKey: .detectionsOutput)
-        boxesOutput = try c.decodeIfPresent(String.self, forKey: .boxesOutput)
-        classesOutput = try c.decodeIfPresent(String.self, forKey: .classesOutput)
-        scoresOutput = try c.decodeIfPresent(String.self, forKey: .scoresOutput)
-        countOutput = try c.decodeIfPresent(String.self, forKey: .countOutput)
-        labelOffset = try c.decodeIfPresent(Int.self, forKey: .labelOffset) ?? 0
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.5
-        suppression = try c.decodeSuppression(forKey: .suppression, defaults: Self.defaultSuppression)
     }
 
     /// Nothing here depends on the input (the boxes come normalised).
@@ -80,6 +56,20 @@ public struct SSDDecoderOptions: DetectionDecoderParameters {
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
         try SSDDecoder(options: self, classes: classes)
+    }
+}
+
+extension SSDDecoderOptions {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        detectionsOutput = try c.decodeIfPresent(String.self, forKey: .detectionsOutput)
+        boxesOutput = try c.decodeIfPresent(String.self, forKey: .boxesOutput)
+        classesOutput = try c.decodeIfPresent(String.self, forKey: .classesOutput)
+        scoresOutput = try c.decodeIfPresent(String.self, forKey: .scoresOutput)
+        countOutput = try c.decodeIfPresent(String.self, forKey: .countOutput)
+        labelOffset = try c.decodeIfPresent(Int.self, forKey: .labelOffset) ?? 0
+        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.5
+        suppression = try c.decodeSuppression(forKey: .suppression, defaults: Self.defaultSuppression)
     }
 }
 

@@ -18,39 +18,21 @@ public struct YOLODecoderOptions<Family: YOLOFamily>: DetectionDecoderParameters
 
     /// The output to read: a tensor name or a decimal index; nil: the first output whose shape
     /// fits the class count.
-    public var output: String?
+    public var output: String? = nil
     /// How many classes the model scores; nil: as many as the manifest's labels.
-    public var classes: Int?
+    public var classes: Int? = nil
     /// Units of the box values (default pixels of the model input; some TFLite exports give
     /// 0…1 of the input).
-    public var coordinates: BoxCoordinates
+    public var coordinates: BoxCoordinates = .pixels
     /// Default 0.25 (Ultralytics' `conf`, YOLOv5's `conf_thres`); YOLOv5 scores a box by
     /// objectness × class.
-    public var minScore: Double
+    public var minScore: Double = 0.25
     /// Default nms per class, at the family's IoU (`defaultSuppression`).
-    public var suppression: SuppressionOptions
-
-    public init(output: String? = nil, classes: Int? = nil, coordinates: BoxCoordinates = .pixels, minScore: Double = 0.25,
-                suppression: SuppressionOptions = Family.defaultSuppression) {
-        self.output = output
-        self.classes = classes
-        self.coordinates = coordinates
-        self.minScore = minScore
-        self.suppression = suppression
-    }
+    public var suppression: SuppressionOptions = Family.defaultSuppression
 
     enum CodingKeys: String, CodingKey {
         case output, classes, coordinates, suppression
         case minScore = "min_score"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(output: try c.decodeIfPresent(String.self, forKey: .output),
-                  classes: try c.decodeIfPresent(Int.self, forKey: .classes),
-                  coordinates: try c.decodeIfPresent(BoxCoordinates.self, forKey: .coordinates) ?? .pixels,
-                  minScore: try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.25,
-                  suppression: try c.decodeSuppression(forKey: .suppression, defaults: Family.defaultSuppression))
     }
 
     public func validate(input: ModelManifest.Input) throws {
@@ -60,6 +42,17 @@ public struct YOLODecoderOptions<Family: YOLOFamily>: DetectionDecoderParameters
 
     public func makeDecoder(input: ModelManifest.Input, classes: DetectionClasses) throws -> any DetectionDecoder {
         try Family(options: self, input: input, classes: classes)
+    }
+}
+
+extension YOLODecoderOptions {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(output: try c.decodeIfPresent(String.self, forKey: .output),
+                  classes: try c.decodeIfPresent(Int.self, forKey: .classes),
+                  coordinates: try c.decodeIfPresent(BoxCoordinates.self, forKey: .coordinates) ?? .pixels,
+                  minScore: try c.decodeIfPresent(Double.self, forKey: .minScore) ?? 0.25,
+                  suppression: try c.decodeSuppression(forKey: .suppression, defaults: Family.defaultSuppression))
     }
 }
 
