@@ -14,20 +14,11 @@ import StreamLensCore
         #expect(TrackerRegistry.tracker(named: "sort") == nil)
     }
 
-    /// A moves right on y=100, B left on y=120, 5 px a frame: their 40 px boxes overlap in the
-    /// middle, but each one's last box overlaps its own next detection more than the other's.
+    /// TrackingTests' crossing: each one's last box overlaps its own next detection more than the
+    /// other's, so plain IoU keeps both ids too, and reports the detections' own boxes.
     @Test func idsAppearAfterMinHitsAndStayThroughACrossing() {
         let tracker = IoUTracker()
-        var idsOfA: Set<Int> = [], idsOfB: Set<Int> = []
-        for n in 0..<60 {
-            let a = Self.det(20 + 5 * Double(n), 100), b = Self.det(320 - 5 * Double(n), 120)
-            let reports = tracker.update(n % 2 == 0 ? [a, b] : [b, a])
-            let ra = reports.first { $0.detection == (n % 2 == 0 ? 0 : 1) }, rb = reports.first { $0.detection == (n % 2 == 0 ? 1 : 0) }
-            if n < 2 { #expect(ra?.id == -1 && rb?.id == -1, "confirmed before min-hits") }
-            if n >= 2, let ra, let rb { idsOfA.insert(ra.id); idsOfB.insert(rb.id) }
-            #expect(ra?.box == a.box && rb?.box == b.box, "frame \(n): a report's box is not its detection's")
-        }
-        #expect(idsOfA.count == 1 && idsOfB.count == 1 && idsOfA != idsOfB, "A \(idsOfA), B \(idsOfB)")
+        let (idsOfA, idsOfB) = MultiObjectTrackerTests.crossing(tracker, reportsDetectedBoxes: true)
         #expect(idsOfA.allSatisfy { $0 >= 1 } && idsOfB.allSatisfy { $0 >= 1 })
         #expect(tracker.confirmedCount == 2)
     }

@@ -82,18 +82,26 @@ import Testing
         Input(box: KalmanBoxTests.box(cx, cy, size, size), score: score, labelId: label, label: "l\(label)")
     }
 
-    @Test func idsAppearAfterMinHitsAndStayThroughACrossing() {
-        let tracker = MultiObjectTracker()
+    /// A moves right on y=100, B left on y=120, 5 px a frame, detections in either order: their
+    /// 40 px boxes overlap in the middle. Each keeps one id from min-hits on (any tracker).
+    @discardableResult
+    static func crossing(_ tracker: any ObjectTracker, reportsDetectedBoxes: Bool) -> (a: Set<Int>, b: Set<Int>) {
         var idsOfA: Set<Int> = [], idsOfB: Set<Int> = []
         for n in 0..<60 {
-            // A moves right on y=100, B left on y=120: their boxes overlap in the middle.
             let a = Self.det(20 + 5 * Double(n), 100), b = Self.det(320 - 5 * Double(n), 120)
             let reports = tracker.update(n % 2 == 0 ? [a, b] : [b, a])
             let ra = reports.first { $0.detection == (n % 2 == 0 ? 0 : 1) }, rb = reports.first { $0.detection == (n % 2 == 0 ? 1 : 0) }
             if n < 2 { #expect(ra?.id == -1 && rb?.id == -1, "confirmed before min-hits") }
             if n >= 2, let ra, let rb { idsOfA.insert(ra.id); idsOfB.insert(rb.id) }
+            if reportsDetectedBoxes { #expect(ra?.box == a.box && rb?.box == b.box, "frame \(n): a report's box is not its detection's") }
         }
         #expect(idsOfA.count == 1 && idsOfB.count == 1 && idsOfA != idsOfB, "A \(idsOfA), B \(idsOfB)")
+        return (idsOfA, idsOfB)
+    }
+
+    @Test func idsAppearAfterMinHitsAndStayThroughACrossing() {
+        let tracker = MultiObjectTracker()
+        Self.crossing(tracker, reportsDetectedBoxes: false)
         #expect(tracker.confirmedCount == 2)
     }
 
