@@ -53,7 +53,7 @@ test-train: build
 
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
 # pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).
-ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels
+ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels|MemoryBackendTests|PreprocessingTests|IoUTrackerTests|RecordSinkTests
 # Left out of that pass: tests that only run the same code longer (Swift Testing's filter matches
 # a test's file name too, so 'RunTests' also took RunTests.swift's CommandTests: every example of
 # the stage list, 184 s under ASan), the three-model demo (170 s) and two measurements of thread
