@@ -97,7 +97,7 @@ public final class InferenceBackends: Sendable {
 }
 
 /// What a model stage is given to load its models with: a registry of backends and the thread
-/// budget its local models count in. Stages never reach for a backend themselves, so a test
+/// budget its local models count in (a stage registers in it; a backend plans threads from it). Stages never reach for a backend themselves, so a test
 /// hands a stage a loader whose backend is an in-memory model.
 public struct ModelLoader: Sendable {
     public let backends: InferenceBackends

@@ -14,11 +14,22 @@ public struct Preprocessing: Sendable, Equatable {
         self.input = input; self.frame = frame; self.region = region
     }
 
-    /// Checks what can be checked before any backend is asked: a pixel format a model can take.
-    public func checkFrame() throws {
-        guard FrameLayout.supportedFormats.contains(frame.pixelFormat) else {
-            throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
+}
+
+extension FrameLayout {
+    /// Throws the user's message unless frames in this pixel format can feed a model.
+    public func checkFeedable() throws {
+        guard Self.supportedFormats.contains(pixelFormat) else {
+            throw InferenceError("frames in \(pixelFormat) cannot feed a model (use one of \(Self.supportedFormats.joined(separator: ", ")))")
         }
+    }
+}
+
+extension ImageInput {
+    /// The input tensor of one frame: [1, C, H, W] or [1, H, W, C], one channel for GRAY.
+    public var tensorShape: [Int] {
+        let channels = colorOrder == "GRAY" ? 1 : 3
+        return layout == "NCHW" ? [1, channels, height, width] : [1, height, width, channels]
     }
 }
 
@@ -44,12 +55,10 @@ public final class SwiftPreprocessor: Preprocessor {
     private let channelMap: [Int]
 
     public init(_ steps: Preprocessing, shape: [Int]) throws {
-        try steps.checkFrame()
+        try steps.frame.checkFeedable()
         let input = steps.input, frame = steps.frame
-        let nchw = input.layout == "NCHW"
         let channels = input.colorOrder == "GRAY" ? 1 : 3
-        let wanted = nchw ? [1, channels, input.height, input.width] : [1, input.height, input.width, channels]
-        guard shape == wanted else { throw InferenceError("pre-processing for \(input.width)x\(input.height) \(input.layout) cannot make a tensor of shape \(shape)") }
+        guard shape == input.tensorShape else { throw InferenceError("pre-processing for \(input.width)x\(input.height) \(input.layout) cannot make a tensor of shape \(shape)") }
         guard (frame.pixelFormat == "GRAY8") == (channels == 1) else {
             throw InferenceError("frames in \(frame.pixelFormat) for a model that takes \(input.colorOrder)")
         }

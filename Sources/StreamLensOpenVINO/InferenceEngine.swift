@@ -93,10 +93,11 @@ public final class InferenceEngine: @unchecked Sendable {
     /// `resizable`: a model with a fixed input size may be reshaped to `input`'s size (image-to-image
     /// models run at a chosen size); otherwise a fixed size that differs from `input` is an error.
     public func loadImageModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
-                               options: InferenceOptions, resizable: Bool = false) throws -> ImageModel {
+                               options: InferenceOptions, resizable: Bool = false, budget: ThreadBudget? = nil) throws -> ImageModel {
         compiling.lock()
         defer { compiling.unlock() }
-        let compiled = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1)
+        let compiled = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1,
+                                         budget: budget ?? self.budget)
         return try ImageModel(compiled: compiled, requests: options.requests)
     }
 
@@ -105,10 +106,12 @@ public final class InferenceEngine: @unchecked Sendable {
     /// with those of every other stage holding one (`BatchedModel`). A model that cannot take a
     /// batch (its graph fixes batch 1, it has other inputs each stage sets, an output is not
     /// batched in its first dimension) runs as without batching, and its `settings` say why.
+    /// `budget`: the thread budget the model counts in (the engine's when nil).
     public func loadImageInference(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion,
-                                   options: InferenceOptions, resizable: Bool = false) throws -> any ImageInference {
+                                   options: InferenceOptions, resizable: Bool = false, budget: ThreadBudget? = nil) throws -> any ImageInference {
+        let budget = budget ?? self.budget
         guard options.batchSize > 1 else {
-            return try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable)
+            return try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, budget: budget)
         }
         let refusal: String
         do {
@@ -120,7 +123,7 @@ public final class InferenceEngine: @unchecked Sendable {
             let batched: CompiledModel
             do {
                 batched = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable,
-                                            batch: options.batchSize)
+                                            batch: options.batchSize, budget: budget)
                 if !batched.otherInputs.isEmpty {
                     throw InferenceError("its other inputs (\(batched.otherInputs.map(\.name).joined(separator: ", "))) are set by each stage")
                 }
@@ -131,7 +134,8 @@ public final class InferenceEngine: @unchecked Sendable {
                 refusals.withLock { $0[key] = error.message }
                 throw error
             }
-            let single = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1)
+            let single = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1,
+                                           budget: budget)
             let batcher = try BatchedModel(batch: batched, single: single, size: options.batchSize)
             batchers.withLock { cache in
                 cache = cache.filter { $0.value.model != nil }
@@ -143,7 +147,7 @@ public final class InferenceEngine: @unchecked Sendable {
         }
         // Not batched: the stage's own infer requests, as with batch-size=1 (a file that is not
         // there fails here with the same message it would without batching).
-        let model = try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable)
+        let model = try loadImageModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, budget: budget)
         model.note = "batch-size \(options.batchSize) refused (\(refusal)): \(model.requestCount) infer requests instead"
         return model
     }
@@ -154,9 +158,7 @@ public final class InferenceEngine: @unchecked Sendable {
                           resizable: Bool, batch: Int) throws -> String {
         guard FileManager.default.fileExists(atPath: path) else { throw InferenceError("model file \(path) not found") }
         if let reason = InputFile.notAFile(path) { throw InferenceError("model file \(path) is \(reason)") }
-        guard frame.colorFormat != nil else {
-            throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
-        }
+        try frame.checkFeedable()
         try checkDevice(options.device)
         let plan = threadPlan(path: path, options: options)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
@@ -171,10 +173,10 @@ public final class InferenceEngine: @unchecked Sendable {
     /// The compiled model for these settings, from the cache or compiled now (`compiling` held).
     /// `batch` > 1: the image input's batch reshaped to it (throws when the model refuses).
     func compiledModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion, options: InferenceOptions,
-                               resizable: Bool, batch: Int) throws -> CompiledModel {
+                       resizable: Bool, batch: Int, budget: ThreadBudget) throws -> CompiledModel {
         let key = try cacheKey(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: batch)
         if let shared = compiledModels.withLock({ $0[key]?.model }) { return shared }
-        var plan = threadPlan(path: path, options: options)
+        var plan = budget.plan(path: path, options: options)
         // A batcher runs at most `slotCount` batches at once: more streams would only split
         // the threads among streams that stay idle.
         if batch > 1 && !plan.explicit { plan.streams = min(plan.streams, BatchedModel.slotCount) }
@@ -203,9 +205,8 @@ public final class InferenceEngine: @unchecked Sendable {
     /// feeding a Result (an IR read from memory); OpenVINO compiles the steps in front of it.
     /// f32 throughout, whatever the device's default precision.
     public func loadPreprocessing(shape: [Int], input: ImageInput, frame: FrameLayout, region: FrameRegion) throws -> ImageModel {
-        guard let colorFormat = frame.colorFormat else {
-            throw InferenceError("frames in \(frame.pixelFormat) cannot feed a model (use one of \(FrameLayout.supportedFormats.joined(separator: ", ")))")
-        }
+        try frame.checkFeedable()
+        let colorFormat = frame.colorFormat!
         guard shape.count == 4, shape.allSatisfy({ $0 > 0 }) else { throw InferenceError("pre-processing needs a static 4-d shape, got \(shape)") }
         let dims = shape.map { "<dim>\($0)</dim>" }.joined()
         let ir = """

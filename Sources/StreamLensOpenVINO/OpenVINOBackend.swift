@@ -5,7 +5,7 @@ import StreamLensInference
 
 /// OpenVINO as an inference backend: local model files on CPU, GPU, NPU and OpenVINO's virtual
 /// devices, through the process's engine (`InferenceEngine.shared()`: compiled models shared,
-/// threads planned with the process's budget).
+/// threads planned with the loader's budget).
 public final class OpenVINOBackend: InferenceBackend {
     public let name = "OpenVINO"
     private let engine: Result<InferenceEngine, InferenceError>
@@ -24,7 +24,7 @@ public final class OpenVINOBackend: InferenceBackend {
         guard case .file(let path) = request.source else { throw InferenceError("OpenVINO runs model files; a server's model needs device=remote") }
         let p = request.preprocessing
         return try engine.get().loadImageInference(path: path, input: p.input, frame: p.frame, region: p.region, options: request.options,
-                                                   resizable: request.resizable)
+                                                   resizable: request.resizable, budget: loader.budget)
     }
 
     public func preprocessor(_ preprocessing: Preprocessing, shape: [Int]) throws -> (any Preprocessor)? {

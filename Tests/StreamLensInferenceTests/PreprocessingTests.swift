@@ -23,7 +23,7 @@ import Testing
         var frame = [UInt8](repeating: 0, count: stride * h)
         for y in 0..<h { for x in 0..<w { for c in 0..<3 { frame[y * stride + x * 4 + c] = image.pixels[(y * w + x) * 3 + (2 - c)] } } }
         let layout = FrameLayout(width: w, height: h, pixelFormat: "BGRx", stride: stride)
-        let shape = input.layout == "NCHW" ? [1, 3, input.height, input.width] : [1, input.height, input.width, 3]
+        let shape = input.tensorShape
         let steps = Preprocessing(input: input, frame: layout, region: region)
         let swift = try SwiftPreprocessor(steps, shape: shape)
         let backends = InferenceBackends()

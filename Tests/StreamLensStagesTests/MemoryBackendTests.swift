@@ -26,9 +26,7 @@ final class MemoryBackend: InferenceBackend {
     func load(_ request: ModelRequest, loader: ModelLoader) throws -> any ImageInference {
         loads.add()
         let input = request.preprocessing.input
-        let channels = input.colorOrder == "GRAY" ? 1 : 3
-        let shape = input.layout == "NCHW" ? [1, channels, input.height, input.width] : [1, input.height, input.width, channels]
-        return MemoryModel(preprocessor: try SwiftPreprocessor(request.preprocessing, shape: shape), input: input,
+        return MemoryModel(preprocessor: try SwiftPreprocessor(request.preprocessing, shape: input.tensorShape), input: input,
                            outputs: outputs(input), network: network)
     }
 
