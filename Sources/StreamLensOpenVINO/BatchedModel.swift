@@ -105,8 +105,7 @@ final class BatchedModel: @unchecked Sendable {
             return shape
         }
         func request(_ compiled: CompiledModel, _ completion: Completion) throws -> OpaquePointer {
-            var request: OpaquePointer?
-            try check(ov_compiled_model_create_infer_request(compiled.pointer, &request), "ov_compiled_model_create_infer_request")
+            let request = try handle("ov_compiled_model_create_infer_request") { ov_compiled_model_create_infer_request(compiled.pointer, $0) }
             completion.callback.initialize(to: ov_callback_t(callback_func: { args in
                 // OpenVINO's thread: hand the finished request to the batcher's queue.
                 let completion = Unmanaged<Completion>.fromOpaque(args!).takeUnretainedValue()
@@ -119,7 +118,7 @@ final class BatchedModel: @unchecked Sendable {
                 ov_infer_request_free(request)
                 throw error
             }
-            return request!
+            return request
         }
         // Counted first: a failure below still runs deinit, which leaves and frees.
         batch.join()
@@ -127,15 +126,14 @@ final class BatchedModel: @unchecked Sendable {
         for index in 0..<Self.slotCount {
             var batchShape = try shape(size)
             defer { ov_shape_free(&batchShape) }
-            var tensor: OpaquePointer?
-            try check(ov_tensor_create(U8, batchShape, &tensor), "ov_tensor_create")
+            let tensor = try handle("ov_tensor_create") { ov_tensor_create(U8, batchShape, $0) }
             var data: UnsafeMutableRawPointer?
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
             data!.initializeMemory(as: UInt8.self, repeating: 0, count: sliceBytes * size) // letterbox borders
             let whole = Completion(model: self, slot: index, single: nil)
             let slot: Slot
             do {
-                slot = Slot(request: try request(batch, whole), input: tensor!, base: data!)
+                slot = Slot(request: try request(batch, whole), input: tensor, base: data!)
             } catch {
                 ov_tensor_free(tensor)
                 throw error
@@ -146,9 +144,8 @@ final class BatchedModel: @unchecked Sendable {
             for i in 0..<size {
                 var one = try shape(1)
                 defer { ov_shape_free(&one) }
-                var view: OpaquePointer?
-                try check(ov_tensor_create_from_host_ptr(U8, one, data!.advanced(by: i * sliceBytes), &view), "ov_tensor_create_from_host_ptr")
-                slot.views.append(view!)
+                let view = try handle("ov_tensor_create_from_host_ptr") { ov_tensor_create_from_host_ptr(U8, one, data!.advanced(by: i * sliceBytes), $0) }
+                slot.views.append(view)
                 let completion = Completion(model: self, slot: index, single: i)
                 slot.singles.append(try request(single, completion))
                 slot.completions.append(completion)

@@ -74,9 +74,8 @@ public final class ImageModel {
         var slots: [RequestSlot] = []
         do {
             for _ in 0..<max(1, requests) {
-                var request: OpaquePointer?
-                try check(ov_compiled_model_create_infer_request(compiled.pointer, &request), "ov_compiled_model_create_infer_request")
-                let slot = RequestSlot(request: request!)
+                let request = try handle("ov_compiled_model_create_infer_request") { ov_compiled_model_create_infer_request(compiled.pointer, $0) }
+                let slot = RequestSlot(request: request)
                 slots.append(slot)
                 slot.callback.initialize(to: ov_callback_t(callback_func: { args in
                     // OpenVINO's thread: the request is done (or failed); the worker collects it.
@@ -117,8 +116,7 @@ public final class ImageModel {
         var shape = ov_shape_t()
         try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")
         defer { ov_shape_free(&shape) }
-        var tensor: OpaquePointer?
-        try check(ov_tensor_create(F32, shape, &tensor), "ov_tensor_create")
+        let tensor = try handle("ov_tensor_create") { ov_tensor_create(F32, shape, $0) }
         var data: UnsafeMutableRawPointer?
         do {
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
@@ -172,8 +170,7 @@ public final class ImageModel {
         let run: (UnsafeRawPointer) throws -> Void = { base in
             var shape = try self.tensorShape()
             defer { ov_shape_free(&shape) }
-            var tensor: OpaquePointer?
-            try check(ov_tensor_create_from_host_ptr(U8, shape, UnsafeMutableRawPointer(mutating: base), &tensor), "ov_tensor_create_from_host_ptr")
+            let tensor = try handle("ov_tensor_create_from_host_ptr") { ov_tensor_create_from_host_ptr(U8, shape, UnsafeMutableRawPointer(mutating: base), $0) }
             defer { ov_tensor_free(tensor) }
             try check(ov_infer_request_set_input_tensor_by_index(request, self.imageInput, tensor), "ov_infer_request_set_input_tensor_by_index")
             try check(ov_infer_request_infer(request), "ov_infer_request_infer")
@@ -219,8 +216,7 @@ public final class ImageModel {
         if slot.input == nil {
             var shape = try tensorShape()
             defer { ov_shape_free(&shape) }
-            var tensor: OpaquePointer?
-            try check(ov_tensor_create(U8, shape, &tensor), "ov_tensor_create")
+            let tensor = try handle("ov_tensor_create") { ov_tensor_create(U8, shape, $0) }
             var data: UnsafeMutableRawPointer?
             var size = 0
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")

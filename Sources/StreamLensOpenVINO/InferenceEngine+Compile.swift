@@ -14,15 +14,12 @@ extension InferenceEngine {
         let imageIndex = try input.imageInputIndex(among: inputs.map(\.name), of: path)
         try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable, batch: batch)
 
-        var ppp: OpaquePointer?
-        try check(ov_preprocess_prepostprocessor_create(model, &ppp), "ov_preprocess_prepostprocessor_create")
+        let ppp = try handle("ov_preprocess_prepostprocessor_create") { ov_preprocess_prepostprocessor_create(model, $0) }
         defer { ov_preprocess_prepostprocessor_free(ppp) }
-        var inputInfo: OpaquePointer?
-        try check(ov_preprocess_prepostprocessor_get_input_info_by_index(ppp, imageIndex, &inputInfo), "ov_preprocess_prepostprocessor_get_input_info_by_index")
+        let inputInfo = try handle("ov_preprocess_prepostprocessor_get_input_info_by_index") { ov_preprocess_prepostprocessor_get_input_info_by_index(ppp, imageIndex, $0) }
         defer { ov_preprocess_input_info_free(inputInfo) }
 
-        var tensorInfo: OpaquePointer?
-        try check(ov_preprocess_input_info_get_tensor_info(inputInfo, &tensorInfo), "ov_preprocess_input_info_get_tensor_info")
+        let tensorInfo = try handle("ov_preprocess_input_info_get_tensor_info") { ov_preprocess_input_info_get_tensor_info(inputInfo, $0) }
         defer { ov_preprocess_input_tensor_info_free(tensorInfo) }
         try check(ov_preprocess_input_tensor_info_set_element_type(tensorInfo, U8), "ov_preprocess_input_tensor_info_set_element_type")
         try withLayout("NHWC") { try check(ov_preprocess_input_tensor_info_set_layout(tensorInfo, $0), "ov_preprocess_input_tensor_info_set_layout") }
@@ -35,8 +32,7 @@ extension InferenceEngine {
         let tensorHeight = frame.height + padding.top + padding.bottom, tensorWidth = frame.width + padding.left + padding.right
         try check(ov_preprocess_input_tensor_info_set_spatial_static_shape(tensorInfo, tensorHeight, tensorWidth), "ov_preprocess_input_tensor_info_set_spatial_static_shape")
 
-        var steps: OpaquePointer?
-        try check(ov_preprocess_input_info_get_preprocess_steps(inputInfo, &steps), "ov_preprocess_input_info_get_preprocess_steps")
+        let steps = try handle("ov_preprocess_input_info_get_preprocess_steps") { ov_preprocess_input_info_get_preprocess_steps(inputInfo, $0) }
         defer { ov_preprocess_preprocess_steps_free(steps) }
         // Crop and resize first, on u8; colour conversion and f32 only at the model's size. (Colour
         // conversion of the whole 720p frame before resizing made pre-processing cost 3x the
@@ -56,31 +52,27 @@ extension InferenceEngine {
         if input.mean != 0 { try check(ov_preprocess_preprocess_steps_mean(steps, input.mean), "ov_preprocess_preprocess_steps_mean") }
         if input.scale != 1 { try check(ov_preprocess_preprocess_steps_scale(steps, input.scale), "ov_preprocess_preprocess_steps_scale") }
 
-        var modelInfo: OpaquePointer?
-        try check(ov_preprocess_input_info_get_model_info(inputInfo, &modelInfo), "ov_preprocess_input_info_get_model_info")
+        let modelInfo = try handle("ov_preprocess_input_info_get_model_info") { ov_preprocess_input_info_get_model_info(inputInfo, $0) }
         defer { ov_preprocess_input_model_info_free(modelInfo) }
         try withLayout(input.layout) { try check(ov_preprocess_input_model_info_set_layout(modelInfo, $0), "ov_preprocess_input_model_info_set_layout") }
 
         // Every output handed over as f32, whatever the model computes it in (f16, u8, i8, i32…):
         // OpenVINO converts at the end of the network, and the readers below only know f32.
         for i in 0..<(try portCount(model, inputs: false)) {
-            var outputInfo: OpaquePointer?
-            try check(ov_preprocess_prepostprocessor_get_output_info_by_index(ppp, i, &outputInfo), "ov_preprocess_prepostprocessor_get_output_info_by_index")
+            let outputInfo = try handle("ov_preprocess_prepostprocessor_get_output_info_by_index") { ov_preprocess_prepostprocessor_get_output_info_by_index(ppp, i, $0) }
             defer { ov_preprocess_output_info_free(outputInfo) }
-            var outputTensor: OpaquePointer?
-            try check(ov_preprocess_output_info_get_tensor_info(outputInfo, &outputTensor), "ov_preprocess_output_info_get_tensor_info")
+            let outputTensor = try handle("ov_preprocess_output_info_get_tensor_info") { ov_preprocess_output_info_get_tensor_info(outputInfo, $0) }
             defer { ov_preprocess_output_tensor_info_free(outputTensor) }
             try check(ov_preprocess_output_set_element_type(outputTensor, F32), "ov_preprocess_output_set_element_type")
         }
 
-        var built: OpaquePointer?
-        try check(ov_preprocess_prepostprocessor_build(ppp, &built), "ov_preprocess_prepostprocessor_build")
+        let built = try handle("ov_preprocess_prepostprocessor_build") { ov_preprocess_prepostprocessor_build(ppp, $0) }
         defer { ov_model_free(built) }
 
-        let outputs = try ports(built!, inputs: false)
-        let otherInputs = try ports(built!, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
+        let outputs = try ports(built, inputs: false)
+        let otherInputs = try ports(built, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
         let tensorShape = [batch, tensorHeight, tensorWidth, frame.channels]
-        let (compiled, precision) = try compileChoosingPrecision(built!, options: options, plan: plan, tensorShape: tensorShape,
+        let (compiled, precision) = try compileChoosingPrecision(built, options: options, plan: plan, tensorShape: tensorShape,
                                                                  imageInput: imageIndex, label: path)
         return CompiledModel(engine: self, pointer: compiled, frame: frame, padding: padding, imageInput: imageIndex,
                              otherInputs: otherInputs, outputs: outputs, settings: "\(precision), \(plan)")
@@ -120,8 +112,7 @@ extension InferenceEngine {
     /// → 3. A model that cannot take that size is refused with a message saying so.
     /// `batch` > 1: the batch → `batch`, whatever the model says (it may refuse: thrown).
     func makeStatic(_ model: OpaquePointer, index: Int, name: String?, input: ImageInput, resizable: Bool, batch: Int) throws {
-        var port: OpaquePointer?
-        try check(ov_model_const_input_by_index(model, index, &port), "ov_model_const_input_by_index")
+        let port = try handle("ov_model_const_input_by_index") { ov_model_const_input_by_index(model, index, $0) }
         defer { ov_output_const_port_free(port) }
         var partial = ov_partial_shape_t()
         try check(ov_port_get_partial_shape(port, &partial), "ov_port_get_partial_shape")
@@ -200,10 +191,9 @@ extension InferenceEngine {
     }
 
     func withLayout(_ text: String, _ body: (OpaquePointer) throws -> Void) throws {
-        var layout: OpaquePointer?
-        try check(ov_layout_create(text, &layout), "ov_layout_create")
+        let layout = try handle("ov_layout_create") { ov_layout_create(text, $0) }
         defer { ov_layout_free(layout) }
-        try body(layout!)
+        try body(layout)
     }
 
     /// Literal property names (Swift 6 rejects the C API's global key symbols).

@@ -91,12 +91,10 @@ extension InferenceEngine {
         try check(ov_shape_create(Int64(dims.count), &dims, &shape), "ov_shape_create")
         defer { ov_shape_free(&shape) }
         for run in runs {
-            var request: OpaquePointer?
-            try check(ov_compiled_model_create_infer_request(run.compiled, &request), "ov_compiled_model_create_infer_request")
-            requests.append(request!)
-            var tensor: OpaquePointer?
-            try check(ov_tensor_create(U8, shape, &tensor), "ov_tensor_create")
-            tensors.append(tensor!)
+            let request = try handle("ov_compiled_model_create_infer_request") { ov_compiled_model_create_infer_request(run.compiled, $0) }
+            requests.append(request)
+            let tensor = try handle("ov_tensor_create") { ov_tensor_create(U8, shape, $0) }
+            tensors.append(tensor)
             var data: UnsafeMutableRawPointer?
             var size = 0
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")

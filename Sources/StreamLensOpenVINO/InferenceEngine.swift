@@ -30,9 +30,7 @@ public final class InferenceEngine: @unchecked Sendable {
     /// `budget`: the process's for the shared engine; a test's engine counts its own stages.
     public init(budget: ThreadBudget = ThreadBudget()) throws {
         self.budget = budget
-        var core: OpaquePointer?
-        try check(ov_core_create(&core), "ov_core_create")
-        self.core = core!
+        self.core = try handle("ov_core_create") { ov_core_create($0) }
     }
 
     deinit { ov_core_free(core) }

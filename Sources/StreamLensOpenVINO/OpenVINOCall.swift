@@ -19,6 +19,15 @@ func check(_ status: ov_status_e, _ call: StaticString) throws {
     throw InferenceError("\(call) failed (status \(status.rawValue))" + (detail.isEmpty ? "" : ": \(detail)"))
 }
 
+/// Calls a C API function that hands out a handle through its last argument: the status
+/// checked, a missing handle an error too (never a force-unwrap). The handle is the caller's to free.
+func handle(_ call: StaticString, _ get: (UnsafeMutablePointer<OpaquePointer?>) -> ov_status_e) throws -> OpaquePointer {
+    var handle: OpaquePointer?
+    try check(get(&handle), call)
+    guard let handle else { throw InferenceError("\(call) gave no handle") }
+    return handle
+}
+
 extension FrameLayout {
     /// OpenVINO's name for the frame's pixel format (nil: not one a model can be fed).
     var colorFormat: ov_color_format_e? {
@@ -36,8 +45,7 @@ extension FrameLayout {
 /// Output `index` of a finished request as f32 values (the tensor: the caller frees it, after
 /// the last use of the values, which it holds).
 func f32Output(of request: OpaquePointer, index: Int, name: String) throws -> (tensor: OpaquePointer?, values: UnsafeBufferPointer<Float>) {
-    var tensor: OpaquePointer?
-    try check(ov_infer_request_get_output_tensor_by_index(request, index, &tensor), "ov_infer_request_get_output_tensor_by_index")
+    let tensor = try handle("ov_infer_request_get_output_tensor_by_index") { ov_infer_request_get_output_tensor_by_index(request, index, $0) }
     do {
         var type = DYNAMIC
         try check(ov_tensor_get_element_type(tensor, &type), "ov_tensor_get_element_type")

@@ -24,8 +24,7 @@ public final class BlurStage: Stage {
             PropertySpec("color", .string, default: .string("#000000"), live: true, help: "fill colour, #rrggbb"),
             PropertySpec("margin", .double(0...2), default: .double(0.15), live: true,
                          help: "grow each region by this fraction of its larger side, on every side"),
-            PropertySpec("labels", .string, default: .string(""), live: true,
-                         help: "hide only regions with these labels, comma-separated (empty: every region)"),
+            LabelFilter.property("hide only regions with these labels", live: true),
             PropertySpec("hold", .int(0...10000), default: .int(15), live: true,
                          help: "frames an object is still hidden after it stops arriving (a tracked one at its last velocity)"),
         ])
@@ -35,7 +34,7 @@ public final class BlurStage: Stage {
         var block: Int
         var color: [UInt8]
         var margin: Double
-        var labels: Set<String>?
+        var labels: LabelFilter
         var hold: Int
 
         init(_ settings: StageSettings) throws {
@@ -45,8 +44,7 @@ public final class BlurStage: Stage {
             guard let c = RGBColour(hex: text) else { throw StageError("property color=\(text) is not a #rrggbb colour") }
             color = [c.red, c.green, c.blue]
             margin = settings.double("margin")
-            let names = settings.list("labels")
-            labels = names.isEmpty ? nil : Set(names)
+            labels = LabelFilter(settings)
             hold = settings.int("hold")
         }
     }
@@ -66,7 +64,7 @@ public final class BlurStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         let n = frame.index
-        let regions = frame.pixels.regionsOfInterest().filter { settings.labels?.contains($0.label) ?? true }
+        let regions = frame.pixels.regionsOfInterest().filter { settings.labels.admits($0.label) }
         var boxes = regions.map(\.box)
         // Held: objects seen lately that did not arrive on this frame.
         let present = Set(regions.map(\.objectId).filter { $0 >= 0 })

@@ -23,8 +23,7 @@ public final class ClassifyStage: Stage {
         properties: [
             PropertySpec("model", .string, default: .string("Models/face-mesh.json"),
                          help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
-            PropertySpec("labels", .string, default: .string(""), live: true,
-                         help: "run on regions with these labels only, comma-separated (empty: every region)"),
+            LabelFilter.property("run on regions with these labels only", live: true),
             PropertySpec("min-size", .int(0...100_000), default: .int(16), live: true,
                          help: "skip regions whose shorter side is smaller than this, in pixels"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
@@ -32,12 +31,11 @@ public final class ClassifyStage: Stage {
         ] + InferenceOptions.properties())
 
     struct LiveSettings {
-        var labels: Set<String>?
+        var labels: LabelFilter
         var minSize: Double
         var interval: Int
         init(_ settings: StageSettings) {
-            let names = settings.list("labels")
-            labels = names.isEmpty ? nil : Set(names)
+            labels = LabelFilter(settings)
             minSize = Double(settings.int("min-size"))
             interval = settings.int("interval")
         }
@@ -122,7 +120,7 @@ public final class ClassifyStage: Stage {
         let regions = frame.pixels.regionsOfInterest()
         var entry = Waiting(frame: frame, jobs: 0, results: [])
         for (i, region) in regions.enumerated() {
-            if let labels = live.labels, !labels.contains(region.label) { continue }
+            if !live.labels.admits(region.label) { continue }
             guard min(region.width, region.height) >= live.minSize else { counts.small += 1; continue }
             guard let placement = crop.placement(of: region, inputWidth: manifest.input.width, inputHeight: manifest.input.height) else {
                 counts.noKeypoints += 1

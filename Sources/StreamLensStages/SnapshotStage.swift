@@ -32,8 +32,7 @@ public final class SnapshotStage: Stage {
                          help: "what triggers a snapshot, comma-separated: track (an object id not seen before), zone (a frame event: lenszone's), label (a label the previous frame did not have), interval (every interval seconds)"),
             PropertySpec("zone-events", .string, default: .string(""),
                          help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
-            PropertySpec("labels", .string, default: .string(""),
-                         help: "only regions with these labels trigger and are cropped, comma-separated (empty: all)"),
+            LabelFilter.property("only regions with these labels trigger and are cropped", live: false),
             PropertySpec("interval", .double(0.01...86_400), default: .double(10),
                          help: "on=interval: seconds of stream time between snapshots (the first frame, then every interval from it)"),
             PropertySpec("what", .choice(["frame", "crop"]), default: .string("frame"),
@@ -60,7 +59,7 @@ public final class SnapshotStage: Stage {
     struct Settings {
         var triggers: Set<Trigger>
         var zoneEvents: Set<String>?
-        var labels: Set<String>?
+        var labels: LabelFilter
         var intervalNanoseconds: UInt64
         var crop: Bool
         var margin: Double
@@ -87,8 +86,7 @@ public final class SnapshotStage: Stage {
                 throw StageError("property zone-events is for on=zone (on=\(settings.string("on")))")
             }
             zoneEvents = events.isEmpty ? nil : Set(events)
-            let names = settings.list("labels")
-            labels = names.isEmpty ? nil : Set(names)
+            labels = LabelFilter(settings)
             intervalNanoseconds = UInt64((settings.double("interval") * 1e9).rounded())
             crop = settings.string("what") == "crop"
             margin = settings.double("margin")
@@ -166,7 +164,7 @@ public final class SnapshotStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         let all = frame.pixels.regionsOfInterest()
-        let regions = all.filter { settings.labels?.contains($0.label) ?? true }
+        let regions = all.filter { settings.labels.admits($0.label) }
         let now = time(of: frame)
         var shots: [Shot] = []
         func add(_ region: RegionOfInterest?, _ trigger: Trigger, event: FrameEvent? = nil) {

@@ -45,8 +45,7 @@ public final class StylizeStage: Stage {
                          help: "weight of the previous stylized frame, against flicker on still scenes (0: off; reset on scene changes)"),
             PropertySpec("regions", .choice(["all"] + RegionMask.Side.allCases.map(\.rawValue)), default: .string("all"), live: true,
                          help: "where to stylize: all (the whole frame), inside the regions of interest reaching the stage (e.g. lensdetect draw=false before it; a frame without one goes on untouched, the model not run), or outside them"),
-            PropertySpec("labels", .string, default: .string(""), live: true,
-                         help: "with regions=inside|outside: only regions of these labels, comma-separated (empty: every region)"),
+            LabelFilter.property("with regions=inside|outside: only regions of these labels", live: true),
             PropertySpec("feather", .int(0...1000), default: .int(8), live: true,
                          help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge (0: hard edge)"),
             PropertySpec("inference-size", .string, default: .string(""),
@@ -70,13 +69,13 @@ public final class StylizeStage: Stage {
         /// nil: the whole frame (regions=all).
         var regions: RegionMask.Side?
         /// Empty: every region.
-        var labels: Set<String>
+        var labels: LabelFilter
         var feather: Int
         init(_ settings: StageSettings) {
             strength = settings.double("strength")
             smoothing = settings.double("smoothing")
             regions = RegionMask.Side(rawValue: settings.string("regions"))
-            labels = Set(settings.list("labels"))
+            labels = LabelFilter(settings)
             feather = settings.int("feather")
         }
 
@@ -86,7 +85,7 @@ public final class StylizeStage: Stage {
         /// while it waits for its output.
         func coverage(of frame: Frame) -> Coverage {
             guard let regions else { return .whole }
-            let boxes = frame.pixels.regionsOfInterest().filter { labels.isEmpty || labels.contains($0.label) }.map(\.box)
+            let boxes = frame.pixels.regionsOfInterest().filter { labels.admits($0.label) }.map(\.box)
             let mask = RegionMask(boxes: boxes, side: regions, feather: feather, width: frame.format.width, height: frame.format.height)
             if !mask.boxes.isEmpty { return .masked(mask) }
             return regions == .inside ? .nothing : .whole // outside of nothing: the whole frame

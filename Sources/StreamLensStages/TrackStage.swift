@@ -34,14 +34,13 @@ public final class TrackStage: Stage {
                          help: "frames a confirmed track lives on without a detection (reported where the tracker expects it, then forgotten)"),
             PropertySpec("per-class", .bool, default: .bool(true), live: true,
                          help: "a track pairs only with detections of its own label"),
-            PropertySpec("labels", .string, default: .string(""), live: true,
-                         help: "track only these labels, comma-separated (empty: all); other regions pass untouched"),
+            LabelFilter.property("track only regions with these labels (others pass untouched)", live: true),
         ])
 
     struct Settings {
         var kind: any ObjectTracker.Type
         var tracker: TrackerSettings
-        var labels: Set<String>?
+        var labels: LabelFilter
 
         init(_ settings: StageSettings) throws {
             let name = settings.string("tracker")
@@ -61,8 +60,7 @@ public final class TrackStage: Stage {
             t.maxAge = settings.int("max-age")
             t.perClass = settings.bool("per-class")
             tracker = t
-            let names = settings.list("labels")
-            labels = names.isEmpty ? nil : Set(names)
+            labels = LabelFilter(settings)
         }
     }
 
@@ -80,7 +78,7 @@ public final class TrackStage: Stage {
     public func process(_ frame: Frame) -> FrameOutcome {
         let start = DispatchTime.now().uptimeNanoseconds
         let all = frame.pixels.regionsOfInterest()
-        let tracked = all.indices.filter { settings.labels?.contains(all[$0].label) ?? true }
+        let tracked = all.indices.filter { settings.labels.admits(all[$0].label) }
         let held = !tracked.isEmpty && tracked.allSatisfy { all[$0].estimate == .held }
         var added: [RegionOfInterest] = []
         if held {

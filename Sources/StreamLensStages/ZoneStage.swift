@@ -25,8 +25,7 @@ public final class ZoneStage: Stage {
                          help: "polygons: name:x1,y1,x2,y2,x3,y3,…;name2:… (three points or more)"),
             PropertySpec("coordinates", .choice(["pixels", "normalized"]), default: .string("pixels"),
                          help: "what the numbers of lines and areas are: frame pixels, or normalized (0…1 of the frame's width and height)"),
-            PropertySpec("labels", .string, default: .string(""),
-                         help: "count only regions with these labels, comma-separated (empty: all)"),
+            LabelFilter.property("count only regions with these labels", live: false),
             PropertySpec("anchor", .choice(["center", "bottom-center"]), default: .string("center"),
                          help: "the point of a box that counts: its centre (faces), or the middle of its bottom edge (people's feet on the floor)"),
             PropertySpec("forget", .int(1...100_000), default: .int(30),
@@ -40,7 +39,7 @@ public final class ZoneStage: Stage {
         var zones: [Zone]
         var normalized: Bool
         /// Empty: every label.
-        var labels: Set<String>
+        var labels: LabelFilter
         var bottomAnchor: Bool
         var forget: Int
 
@@ -54,7 +53,7 @@ public final class ZoneStage: Stage {
             try ZoneSyntax.checkNames(zones)
             normalized = settings.string("coordinates") == "normalized"
             if normalized { try ZoneSyntax.checkNormalized(zones) { $0.isLine ? "lines" : "areas" } }
-            labels = Set(settings.list("labels"))
+            labels = LabelFilter(settings)
             bottomAnchor = settings.string("anchor") == "bottom-center"
             forget = settings.int("forget")
         }
@@ -80,7 +79,7 @@ public final class ZoneStage: Stage {
 
     public func process(_ frame: Frame) -> FrameOutcome {
         let observations = frame.pixels.regionsOfInterest().compactMap { r -> ZoneObservation? in
-            guard r.objectId >= 0, settings.labels.isEmpty || settings.labels.contains(r.label) else { return nil }
+            guard r.objectId >= 0, settings.labels.admits(r.label) else { return nil }
             let point = Point(x: r.x + r.width / 2, y: settings.bottomAnchor ? r.y + r.height : r.y + r.height / 2)
             return ZoneObservation(objectId: r.objectId, label: r.label, point: point)
         }

@@ -10,6 +10,16 @@ import Testing
         #expect(commaList(" , ") == [])
     }
 
+    @Test func labelFiltersLetThroughTheirLabelsOrEverything() {
+        let descriptor = StageDescriptor(name: "lenslabels", summary: "", example: "", properties: [LabelFilter.property("keep", live: true)])
+        let some = LabelFilter(StageSettings(descriptor: descriptor, values: ["labels": .string(" face, car,")]))
+        #expect(some.labels == ["face", "car"])
+        #expect(some.admits("face") && some.admits("car") && !some.admits("person") && !some.admits("Face"))
+        let every = LabelFilter(StageSettings(descriptor: descriptor))
+        #expect(every.admits("face") && every.admits(""))
+        #expect(descriptor.ownProperties[0].help == "keep, comma-separated (empty: every region)" && descriptor.ownProperties[0].live)
+    }
+
     @Test func timingWindowsKeepTheirRecentValues() {
         var halving = TimingWindow(capacity: 4)
         for v in 1...5 { halving.record(Double(v)) }

@@ -8,6 +8,23 @@ public protocol YOLOFamily: DetectionDecoder {
     static var defaultSuppression: SuppressionOptions { get }
     /// A StageError when the class count is unknown or disagrees with the labels.
     init(options: YOLODecoderOptions<Self>, input: ModelManifest.Input, classes: DetectionClasses) throws
+    var options: YOLODecoderOptions<Self> { get }
+    /// What the family's options say of its boxes (built by `init` with its leading values).
+    var boxes: YOLOBoxes { get }
+    /// Every box whose best class reaches its threshold, before suppression (in box order).
+    func candidates(_ values: UnsafeBufferPointer<Float>) -> [Detection]
+}
+
+extension YOLOFamily {
+    public var classes: DetectionClasses { boxes.classes }
+    /// Values per box: the leading values (4 box values, YOLOv5's objectness) + the class count.
+    public var valuesPerBox: Int { boxes.valuesPerBox }
+
+    /// The candidates of the family's one output, suppressed (per class by default).
+    public func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> [Detection] {
+        guard let output = outputs.first else { return [] }
+        return suppress(candidates(output), options.suppression)
+    }
 }
 
 /// The `decoder.parameters` of a YOLO-family manifest (snake_case keys); every key may be left
@@ -67,14 +84,14 @@ public enum BoxCoordinates: String, Sendable, Codable, CaseIterable {
 /// What both YOLO decoders derive from their options and read the same way: the values per box
 /// (`leadingValues` before the class scores: the 4 box values, and YOLOv5's objectness), the
 /// classes' thresholds, and the scale from the box's units to normalised input coordinates.
-struct YOLOBoxes: Sendable {
-    let classes: DetectionClasses
-    let valuesPerBox: Int
-    let thresholds: ScoreThresholds
-    let xScale: Double, yScale: Double
+public struct YOLOBoxes: Sendable {
+    public let classes: DetectionClasses
+    public let valuesPerBox: Int
+    public let thresholds: ScoreThresholds
+    public let xScale: Double, yScale: Double
 
     /// A StageError when the class count is unknown or disagrees with the labels.
-    init<Family>(_ options: YOLODecoderOptions<Family>, input: ModelManifest.Input, classes: DetectionClasses, leadingValues: Int) throws {
+    public init<Family>(_ options: YOLODecoderOptions<Family>, input: ModelManifest.Input, classes: DetectionClasses, leadingValues: Int) throws {
         try options.validate(input: input)
         self.classes = classes
         valuesPerBox = leadingValues + (try classes.classCount(declared: options.classes, family: Family.decoderName))
@@ -83,7 +100,7 @@ struct YOLOBoxes: Sendable {
     }
 
     /// An output's two dimensions, [1, a, b] or [a, b], when both are positive.
-    static func table(_ shape: [Int]) -> (Int, Int)? {
+    public static func table(_ shape: [Int]) -> (Int, Int)? {
         let dims = shape.count == 3 && shape[0] == 1 ? Array(shape.dropFirst()) : shape
         guard dims.count == 2, dims.allSatisfy({ $0 > 0 }) else { return nil }
         return (dims[0], dims[1])
@@ -91,7 +108,7 @@ struct YOLOBoxes: Sendable {
 
     /// The detection of class `best` scoring `score` whose box has its centre at (cx, cy) and
     /// this size in the model's units; nil for values that make no box.
-    @inline(__always) func detection(cx: Double, cy: Double, width: Double, height: Double, best: Int, score: Double) -> Detection? {
+    @inline(__always) public func detection(cx: Double, cy: Double, width: Double, height: Double, best: Int, score: Double) -> Detection? {
         guard let box = Box(centreX: cx * xScale, centreY: cy * yScale, width: width * xScale, height: height * yScale) else { return nil }
         return Detection(box: box, score: score, label: classes.label(best), labelId: best)
     }

@@ -11,10 +11,7 @@ public struct YOLOv5Decoder: YOLOFamily {
     /// YOLOv5's `iou_thres` (its `conf_thres` is `min_score`'s 0.25).
     public static let defaultSuppression = SuppressionOptions(method: .nms, iouThreshold: 0.45)
     public let options: YOLOv5DecoderOptions
-    let boxes: YOLOBoxes
-    public var classes: DetectionClasses { boxes.classes }
-    /// Values per box: 5 + the class count.
-    public var valuesPerBox: Int { boxes.valuesPerBox }
+    public let boxes: YOLOBoxes
 
     public init(options: YOLOv5DecoderOptions, input: ModelManifest.Input, classes: DetectionClasses) throws {
         self.options = options
@@ -27,11 +24,6 @@ public struct YOLOv5Decoder: YOLOFamily {
     public func bind(_ outputs: [ModelOutput]) throws -> [Int] {
         let wanted = "[1, N, \(valuesPerBox)] (4 box values, objectness and \(valuesPerBox - 5) class scores per box)"
         return [try bindOutput(outputs, reference: options.output, family: Self.decoderName, wanted: wanted, fits: fits)]
-    }
-
-    public func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> [Detection] {
-        guard let output = outputs.first else { return [] }
-        return suppress(candidates(output), options.suppression)
     }
 
     /// Every box whose best class reaches its threshold, before suppression (in box order).

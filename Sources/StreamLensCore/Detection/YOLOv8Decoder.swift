@@ -11,10 +11,7 @@ public struct YOLOv8Decoder: YOLOFamily {
     /// Ultralytics' `iou` (its `conf` is `min_score`'s 0.25).
     public static let defaultSuppression = SuppressionOptions(method: .nms, iouThreshold: 0.7)
     public let options: YOLOv8DecoderOptions
-    let boxes: YOLOBoxes
-    public var classes: DetectionClasses { boxes.classes }
-    /// Values per box: 4 + the class count.
-    public var valuesPerBox: Int { boxes.valuesPerBox }
+    public let boxes: YOLOBoxes
     /// Set by `bind`: whether the output is [1, 4+nc, N] (values of one kind together:
     /// Ultralytics' layout) rather than [1, N, 4+nc], and N.
     private(set) var channelsFirst = true
@@ -41,11 +38,6 @@ public struct YOLOv8Decoder: YOLOFamily {
         let i = try bindOutput(outputs, reference: options.output, family: Self.decoderName, wanted: wanted) { layout($0) != nil }
         if let (first, n) = layout(outputs[i].shape) { (channelsFirst, boxCount) = (first, n) }
         return [i]
-    }
-
-    public func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> [Detection] {
-        guard let output = outputs.first else { return [] }
-        return suppress(candidates(output), options.suppression)
     }
 
     /// Every box whose best class reaches its threshold, before suppression (in box order).
