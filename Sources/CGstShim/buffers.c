@@ -20,9 +20,11 @@ GstClockTime sl_element_running_time_now(GstElement *element) {
 
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_writable(buffer); }
 
+gboolean sl_buffer_pixels_shared(GstBuffer *buffer) { return !gst_buffer_is_all_memory_writable(buffer); }
+
 // ThreadSanitizer sees our threads and our reads and writes of buffers, but not GLib's locks
 // (futexes in uninstrumented code) that order a push into appsrc before the pull from the next
-// stage's appsink: without these it reports every restamped buffer as a race.
+// stage's input: without these it reports every restamped buffer as a race.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define SL_THREAD_SANITIZER 1

@@ -9,7 +9,7 @@
 
 typedef struct {
     GstBin parent;
-    GstElement *appsink, *appsrc;
+    GstElement *sink, *appsrc; // the stage's input (stage_sink.c) and output
     GstPad *sinkpad, *srcpad; // ghost pads
     pthread_mutex_t lock;              // guards values, context
     GValue *values;
@@ -30,14 +30,19 @@ typedef struct {
 // stage_restart.c: whether another stage is upstream of this one (its output feeds this one).
 G_GNUC_INTERNAL gboolean sl_stage_has_stage_upstream(GstElement *stage);
 
+// stage_sink.c: the stage's input element (named "stage_sink"), accepting `accepted`, and its
+// queue's bounds (max_buffers frames; drop: the oldest goes instead of upstream waiting).
+G_GNUC_INTERNAL GstElement *sl_stage_sink_new(GstCaps *accepted, guint max_buffers);
+G_GNUC_INTERNAL void sl_stage_sink_configure(GstElement *sink, guint max_buffers, gboolean drop);
+
 // stage_pads.c, installed on each stage's pads by sl_instance_init. Internal: not exported from
 // libgststreamlens.so.
 // The src pad's query function (LATENCY).
 G_GNUC_INTERNAL gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query);
 // The sink pad's query function of a pass-through stage (CAPS).
 G_GNUC_INTERNAL gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query);
-// Probes: buffers reaching the inner appsink (data: the SLStage), end-of-stream leaving the
-// inner appsrc, tags reaching the inner appsink.
+// Probes: buffers reaching the stage's input (data: the SLStage), end-of-stream leaving the
+// inner appsrc, tags reaching the stage's input.
 G_GNUC_INTERNAL GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data);
 G_GNUC_INTERNAL GstPadProbeReturn sl_watch_src_eos(GstPad *pad, GstPadProbeInfo *info, gpointer data);
 G_GNUC_INTERNAL GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpointer data);

@@ -13,7 +13,7 @@ typedef struct {
     SLStageClassData *data;
 } SLStageClass;
 
-#define SL_LOSSLESS_QUEUE 4 // buffers held by the inner appsink and appsrc in lossless mode
+#define SL_LOSSLESS_QUEUE 4 // buffers held by the stage's input queue and its appsrc in lossless mode
 
 static SLStageCallbacks sl_callbacks;
 static GstElementClass *sl_bin_class;    // every stage type derives from GstBin directly
@@ -63,11 +63,12 @@ static void sl_finalize(GObject *object) {
 
 static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange transition) {
     // The inner appsrc is live: in PAUSED it pushes nothing. A bin takes its sinks to PLAYING
-    // first, so the inner appsink would get there before it — and appsink's change waits for the
+    // first, so the stage's input would get there before it — and a sink's change waits for the
     // preroll lock, which upstream's streaming thread holds while it waits for room in the full
-    // appsink; the worker that would make room waits for room in the appsrc, which waits for
-    // PLAYING: a deadlock when frames came fast enough in PAUSED to fill both queues (a file
-    // source under a busy core). The appsrc goes first; downstream of the stage is PLAYING already.
+    // input queue; the worker that would make room waits for room in the appsrc, which waits
+    // for PLAYING: a deadlock when frames came fast enough in PAUSED to fill both queues (a
+    // file source under a busy core). The appsrc goes first; downstream of the stage is
+    // PLAYING already.
     SLStage *self = (SLStage *)element;
     if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->appsrc)
         gst_element_set_state(self->appsrc, GST_STATE_PLAYING);
@@ -112,18 +113,15 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     }
     g_free(pspecs);
 
-    // The pair is unlinked; the Swift worker carries samples across. appsink: async=false
-    // (else the pipeline deadlocks before the first frame), sync=false (real sinks sync),
-    // no last-sample reference (it would force a copy on make_writable). appsrc: time format
-    // (bytes is the default and silently breaks muxers), live, blocking, no byte limit.
-    // Four buffers on each side in lossless mode: with two, each frame costs two thread
-    // wake-ups in lock-step; four lets the threads run in bursts (bench-bridge: ~28 -> ~19 us
-    // added per 720p frame) for ~22 MB more at 720p RGB.
-    self->appsink = gst_element_factory_make("appsink", "stage_sink");
-    g_object_set(self->appsink, "caps", data->sink_caps, "async", FALSE, "sync", FALSE, "qos", FALSE,
-                 "enable-last-sample", FALSE, "emit-signals", FALSE, "max-buffers", (guint)SL_LOSSLESS_QUEUE, "drop", FALSE, NULL);
-    gst_bin_add(GST_BIN(self), self->appsink);
-    GstPad *sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    // The pair is unlinked; the Swift worker carries frames across. The input is the project's
+    // own sink (stage_sink.c: no reference kept to a frame once pulled, no clock sync, no
+    // preroll wait). appsrc: time format (bytes is the default and silently breaks muxers),
+    // live, blocking, no byte limit. Four buffers on each side in lossless mode: with two, each
+    // frame costs two thread wake-ups in lock-step; four lets the threads run in bursts
+    // (bench-bridge: ~28 -> ~19 us added per 720p frame) for ~22 MB more at 720p RGB.
+    self->sink = sl_stage_sink_new(data->sink_caps, SL_LOSSLESS_QUEUE);
+    gst_bin_add(GST_BIN(self), self->sink);
+    GstPad *sinkpad = gst_element_get_static_pad(self->sink, "sink");
     GstElementClass *klass = GST_ELEMENT_CLASS(g_class);
     self->sinkpad = gst_ghost_pad_new_from_template("sink", sinkpad, gst_element_class_get_pad_template(klass, "sink"));
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_BUFFER, sl_count_buffer, self, NULL);
@@ -139,7 +137,7 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     gst_bin_add(GST_BIN(self), self->appsrc);
     GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
     self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
-    sinkpad = gst_element_get_static_pad(self->appsink, "sink");
+    sinkpad = gst_element_get_static_pad(self->sink, "sink");
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
     gst_object_unref(sinkpad);
     gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
@@ -246,7 +244,6 @@ gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin) {
     return gst_element_register(plugin, info->name, GST_RANK_NONE, type);
 }
 
-GstAppSink *sl_stage_appsink(GstElement *stage) { return GST_APP_SINK(((SLStage *)stage)->appsink); }
 GstAppSrc *sl_stage_appsrc(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
     return self->appsrc ? GST_APP_SRC(self->appsrc) : NULL;
@@ -293,16 +290,16 @@ void sl_stage_publish_string(GstElement *stage, guint index, const char *value) 
 
 gboolean sl_stage_internals_intact(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
-    gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE, emit = TRUE;
+    gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE;
     GstFormat format = GST_FORMAT_UNDEFINED;
-    g_object_get(self->appsink, "async", &async, "sync", &sync, "emit-signals", &emit, NULL);
-    if (!self->appsrc) return !async && !sync && !emit;
+    g_object_get(self->sink, "async", &async, "sync", &sync, NULL);
+    if (!self->appsrc) return !async && !sync;
     g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
-    return live && block && format == GST_FORMAT_TIME && !async && !sync && !emit;
+    return live && block && format == GST_FORMAT_TIME && !async && !sync;
 }
 
 void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting_up) {
     SLStage *self = (SLStage *)stage;
     guint max = !live ? SL_LOSSLESS_QUEUE : setting_up ? SL_SETUP_QUEUE : 1;
-    g_object_set(self->appsink, "max-buffers", max, "drop", live, NULL);
+    sl_stage_sink_configure(self->sink, max, live);
 }

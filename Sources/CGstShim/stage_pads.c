@@ -10,7 +10,7 @@
 gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
     SLStage *self = (SLStage *)parent;
     if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
-        GstPad *inner = gst_element_get_static_pad(self->appsink, "sink");
+        GstPad *inner = gst_element_get_static_pad(self->sink, "sink");
         gboolean ok = gst_pad_peer_query(inner, query);
         gst_object_unref(inner);
         if (ok) {
@@ -35,7 +35,7 @@ void sl_stage_set_latency(GstElement *stage, GstClockTime latency) {
 
 gboolean sl_stage_upstream_is_live(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
-    GstPad *inner = gst_element_get_static_pad(self->appsink, "sink");
+    GstPad *inner = gst_element_get_static_pad(self->sink, "sink");
     GstQuery *query = gst_query_new_latency();
     gboolean live = FALSE;
     if (gst_pad_peer_query(inner, query)) gst_query_parse_latency(query, &live, NULL, NULL);
@@ -121,7 +121,7 @@ guint64 sl_stage_buffers_refused(GstElement *stage) {
 
 // ---- tags --------------------------------------------------------------------------------
 
-// Tags (title, orientation, …) stop at the appsink; hand each one to the appsrc, which sends
+// Tags (title, orientation, …) stop at the stage's input; hand each one to the appsrc, which sends
 // it downstream in order with its buffers, so a muxer still sees them. Before the appsrc has
 // caps (tags usually precede the first buffer) they wait for sl_stage_flush_tags, or the
 // appsrc would send a segment ahead of the caps.

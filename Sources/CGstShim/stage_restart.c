@@ -90,19 +90,19 @@ gboolean sl_stage_is_upstream(GstElement *stage, GstObject *object) {
 
 void sl_stage_flush_input(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
-    GstPad *pad = gst_element_get_static_pad(self->appsink, "sink");
+    GstPad *pad = gst_element_get_static_pad(self->sink, "sink");
     gst_pad_send_event(pad, gst_event_new_flush_start());
     gst_pad_send_event(pad, gst_event_new_flush_stop(FALSE));
     gst_object_unref(pad);
 }
 
-// End-of-stream into the stage's own input (the pipeline counts the inner appsink among its
+// End-of-stream into the stage's own input (the pipeline counts the stage's input among its
 // sinks, and a stopped source part would never send one), on a thread of its own: the EOS waits
 // for the sink pad's stream lock, which upstream's streaming thread may hold in a push the
 // worker has yet to drain.
 static gpointer sl_end_input_thread(gpointer data) {
     SLStage *self = data;
-    GstPad *pad = gst_element_get_static_pad(self->appsink, "sink");
+    GstPad *pad = gst_element_get_static_pad(self->sink, "sink");
     gst_pad_send_event(pad, gst_event_new_eos());
     gst_object_unref(pad);
     gst_object_unref(self);
@@ -111,7 +111,7 @@ static gpointer sl_end_input_thread(gpointer data) {
 
 void sl_stage_close_input(GstElement *stage) {
     // From now on upstream is refused with EOS (sl_count_buffer); the frames that arrived before
-    // (queued in the inner appsink, or in a push waiting for room there) stay, and the EOS sent
+    // (queued in the stage's input, or in a push waiting for room there) stay, and the EOS sent
     // behind them ends the input once the worker has pulled them.
     __atomic_store_n(&((SLStage *)stage)->input_closed, 1, __ATOMIC_RELEASE);
     g_thread_unref(g_thread_new("stage-end-input", sl_end_input_thread, gst_object_ref(stage)));

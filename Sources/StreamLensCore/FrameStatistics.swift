@@ -42,6 +42,10 @@ public struct FrameStatistics: Sendable {
     }
     /// Frames dropped before reaching the stage (live mode) or by the stage.
     public mutating func addDropped(_ n: Int) { dropped += n }
+    /// Frames whose pixels the stage had to copy before writing into them (another element held
+    /// them: a tee's other branch).
+    public private(set) var copies = 0
+    public mutating func copied() { copies += 1 }
 
     /// The q-quantile (0…1) of the recent ages, nanoseconds.
     public func ageQuantile(_ q: Double) -> UInt64? {
@@ -52,7 +56,7 @@ public struct FrameStatistics: Sendable {
     }
 
     public var summary: String {
-        var s = "\(framesIn) frames in, \(framesOut) out, \(dropped) dropped"
+        var s = "\(framesIn) frames in, \(framesOut) out, \(dropped) dropped, \(copies) cop\(copies == 1 ? "y" : "ies")"
         if let fps = framesPerSecond { s += ", \(String(format1: fps)) fps" }
         if let p50 = ageQuantile(0.5), let p95 = ageQuantile(0.95) {
             s += ", frame age p50 \(Self.ms(p50)) p95 \(Self.ms(p95)) max \(Self.ms(maxAge))"

@@ -3,10 +3,10 @@ import CGstShim
 import Foundation
 import StreamLensCore
 
-/// Owns the sample being processed and maps its buffer on demand. Read access maps the
-/// buffer as it is. Write access first moves the buffer into a fresh sample and drops the
-/// pulled one, so that when nothing else holds the buffer, making it writable costs no copy
-/// (the pulled sample's reference alone would force one).
+/// Owns the sample being processed and maps its buffer on demand. The sample comes from the
+/// stage's input (`sl_stage_pull`) holding the only reference to the buffer: write access then
+/// costs no copy unless another element really holds the frame (a tee's other branch), and
+/// such a copy of the pixels is counted (`copiedPixels`, the summary's "copies").
 ///
 /// Used only on the worker thread, for one frame.
 final class SamplePixels: FramePixels {
@@ -17,7 +17,7 @@ final class SamplePixels: FramePixels {
     deinit { gst_sample_unref(sample) }
 
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let buffer = gst_sample_get_buffer(sample)!
+        guard let buffer = gst_sample_get_buffer(sample) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         var map = GstMapInfo()
         guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         defer { gst_buffer_unmap(buffer, &map) }
@@ -27,6 +27,7 @@ final class SamplePixels: FramePixels {
     func withMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         makeBufferWritable()
         let buffer = gst_sample_get_buffer(sample)!
+        if sl_buffer_pixels_shared(buffer) != 0 { copiedPixels = true } // the map below copies them
         var map = GstMapInfo()
         guard gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ.rawValue | GST_MAP_WRITE.rawValue)) != 0 else {
             return try body(UnsafeMutableRawBufferPointer(start: nil, count: 0))
@@ -192,16 +193,32 @@ final class SamplePixels: FramePixels {
     /// stage added).
     var eventsOnArrival: String?
 
+    /// Whether the stage's writes copied the frame's pixels (their memory was held elsewhere).
+    private(set) var copiedPixels = false
+
     private var writable = false
     private func makeBufferWritable() {
         guard !writable else { return }
         writable = true
-        let buffer = gst_buffer_ref(gst_sample_get_buffer(sample))
+        let buffer = gst_sample_get_buffer(sample)!
+        guard gst_mini_object_is_writable(UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: GstMiniObject.self)) == 0 else { return }
+        // Held elsewhere too: a buffer of our own (its metas copied; the pixels stay shared until
+        // written, see withMutableBytes), in a sample of our own.
+        let own = sl_buffer_make_writable(gst_buffer_ref(buffer))
+        let fresh = gst_sample_new(own, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
+        gst_buffer_unref(own)
+        gst_sample_unref(sample)
+        sample = fresh
+    }
+
+    /// Hands the buffer over (the caller owns the reference): the sample keeps its caps and
+    /// segment, so the stage holds nothing of a frame it passed on. Nil once taken.
+    func takeBuffer() -> UnsafeMutablePointer<GstBuffer>? {
+        guard let buffer = gst_sample_get_buffer(sample) else { return nil }
+        gst_buffer_ref(buffer)
         let fresh = gst_sample_new(nil, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
         gst_sample_unref(sample)
         sample = fresh
-        let own = sl_buffer_make_writable(buffer) // copies only if someone else still holds it
-        gst_sample_set_buffer(fresh, own)
-        gst_buffer_unref(own)
+        return buffer
     }
 }

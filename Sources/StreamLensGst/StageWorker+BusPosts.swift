@@ -24,7 +24,7 @@ extension StageWorker {
     func postStatistics(kind: String = "stats") {
         let arrived = Int(sl_stage_buffers_arrived(element))
         var stats = statistics
-        stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by appsink in live mode
+        stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by the input queue in live mode
         let own = stage.summary.map { ", \($0)" } ?? ""
         let errors = droppedCount.load(ordering: .relaxed)
         let lost = errors > 0 ? ", \(errors) of them for errors" : ""

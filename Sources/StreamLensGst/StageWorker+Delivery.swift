@@ -26,14 +26,26 @@ extension StageWorker {
                 return true
             }
             if downstreamDone { return true }
+            if pixels.copiedPixels { statistics.copied() }
             let flow: GstFlowReturn
             if watchdog != nil {
-                flow = pushRestamped(pixels.sample, into: appsrc)
+                flow = pushRestamped(pixels, into: appsrc)
+            } else if pushedSegmentChanged(pixels.sample, into: appsrc), let buffer = pixels.takeBuffer() {
+                // A segment other than the last (appsrc's own at first: TIME from 0, what a file
+                // decoded from its start has): push_sample carries it, so timestamps stay as they
+                // came in. It does not take the sample: the one made here for it is let go at
+                // once, so the frame downstream is (almost at once) nobody else's.
+                let handing = gst_sample_new(buffer, gst_sample_get_caps(pixels.sample), gst_sample_get_segment(pixels.sample), nil)!
+                gst_buffer_unref(buffer)
+                sl_handoff_release(gst_sample_get_buffer(handing))
+                flow = gst_app_src_push_sample(appsrc, handing)
+                gst_sample_unref(handing)
+            } else if let buffer = pixels.takeBuffer() {
+                // Handed over: the stage keeps no reference, so the next stage owns the frame.
+                sl_handoff_release(buffer)
+                flow = gst_app_src_push_buffer(appsrc, buffer)
             } else {
-                // push_sample does not take the sample; it sets the caps on appsrc when they
-                // change and carries the segment, so timestamps stay as they came in.
-                sl_handoff_release(gst_sample_get_buffer(pixels.sample))
-                flow = gst_app_src_push_sample(appsrc, pixels.sample)
+                flow = GST_FLOW_ERROR
             }
             sl_stage_flush_tags(element)
             // A watchdog's frames leave stamped "now": their age there says nothing.
@@ -44,11 +56,32 @@ extension StageWorker {
                 downstreamDone = true
             }
         case .failed(let reason):
+            if pixels.copiedPixels { statistics.copied() }
             statistics.addDropped(1)
             droppedForErrors(reason)
         case .drop, .pending:
+            if pixels.copiedPixels { statistics.copied() }
             statistics.addDropped(1)
         }
+        return true
+    }
+
+    /// Sets the sample's caps on appsrc when they changed; whether its segment differs from the
+    /// last one pushed (then remembered).
+    private func pushedSegmentChanged(_ sample: OpaquePointer, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> Bool {
+        if let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(caps, pushedCaps) == 0 {
+            gst_app_src_set_caps(appsrc, caps)
+            if let pushedCaps { gst_caps_unref(pushedCaps) }
+            pushedCaps = gst_caps_ref(caps)
+        }
+        guard let segment: UnsafeMutablePointer<GstSegment> = gst_sample_get_segment(sample) else { return false }
+        if pushedSegment == nil {
+            var initial = GstSegment()
+            gst_segment_init(&initial, GST_FORMAT_TIME)
+            pushedSegment = initial
+        }
+        if withUnsafePointer(to: pushedSegment!, { gst_segment_is_equal(segment, $0) != 0 }) { return false }
+        pushedSegment = segment.pointee
         return true
     }
 

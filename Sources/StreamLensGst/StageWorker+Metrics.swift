@@ -23,8 +23,8 @@ extension StageWorker {
         var rate = 0.0
         if let first = rateWindow.first, now > first.time { rate = Double(statistics.framesIn - first.frames) / (Double(now - first.time) / 1e9) }
         let errors = droppedCount.load(ordering: .relaxed)
-        // Frames that arrived but were not pulled yet are mostly still queued in the inner
-        // appsink, not dropped: while running, only what exceeds its capacity (1 frame live, 4
+        // Frames that arrived but were not pulled yet are mostly still queued in the stage's
+        // input, not dropped: while running, only what exceeds its capacity (1 frame live, 4
         // lossless; SL_LOSSLESS_QUEUE) is known lost. At the end all of it is. A counter never
         // goes down.
         let unpulled = max(0, arrived - statistics.framesIn)
@@ -39,6 +39,8 @@ extension StageWorker {
                      labels: s + [("reason", "queue")], queueDrops),
             .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "error")], errors),
             .counter("streamlens_stage_frames_dropped_total", "", labels: s + [("reason", "stage")], max(0, statistics.dropped - errors)),
+            .counter("streamlens_stage_frame_copies_total", "Frames whose pixels the stage copied before writing into them (another element held them: a tee's other branch)",
+                     labels: s, statistics.copies),
             .gauge("streamlens_stage_frames_per_second", "Frames received per second over the last 5 s", labels: s, rate),
             .gauge("streamlens_stage_live", "1 when the stage runs in live mode (newest frame wins), 0 in lossless mode", labels: s, live ? 1 : 0),
             .histogram("streamlens_stage_frame_age_seconds", "Pipeline running time when a frame leaves the stage minus the frame's own (live pipelines)",

@@ -26,7 +26,7 @@ extension StageWorker {
     /// No sample came: a source part that ended (a file played as a live source) is restarted
     /// unless the run is ending (then the pump's own end-of-stream path finishes the output).
     func watchdogAtEndOfStream() -> PumpStep {
-        guard let watchdog, gst_app_sink_is_eos(appsink) != 0, watchdog.restartOnEOS,
+        guard let watchdog, sl_stage_input_ended(element) != 0, watchdog.restartOnEOS,
               !pipelineEnding, !stopping.load(ordering: .relaxed) else { return .proceed }
         if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return .again }
         return pipelineEnding ? .proceed : .stop
@@ -34,14 +34,16 @@ extension StageWorker {
 
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
     /// now, in appsrc's own segment, so the timeline runs on across source restarts.
-    func pushRestamped(_ sample: OpaquePointer, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
-        if let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(pushedCaps, caps) == 0 {
+    func pushRestamped(_ pixels: SamplePixels, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
+        if let caps = gst_sample_get_caps(pixels.sample), pushedCaps == nil || gst_caps_is_equal(pushedCaps, caps) == 0 {
             gst_app_src_set_caps(appsrc, caps)
             if let pushedCaps { gst_caps_unref(pushedCaps) }
             pushedCaps = gst_caps_ref(caps)
         }
-        guard let buffer = gst_sample_get_buffer(sample) else { return GST_FLOW_ERROR }
-        let own = sl_buffer_make_writable(gst_buffer_ref(buffer))!
+        // The stage's own buffer, handed over: writable without a copy unless another element
+        // holds it (then only its metadata is copied, never the pixels).
+        guard let buffer = pixels.takeBuffer() else { return GST_FLOW_ERROR }
+        let own = sl_buffer_make_writable(buffer)!
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
         sl_handoff_release(own)
         return gst_app_src_push_buffer(appsrc, own)

@@ -4,10 +4,10 @@ import Foundation
 import StreamLensCore
 import Synchronization
 
-/// The bridge for one stage element: a thread that pulls samples from the inner appsink,
+/// The bridge for one stage element: a thread that pulls frames from the stage's input,
 /// hands each frame to the stage, and pushes the result into the inner appsrc.
 ///
-/// Modes (`mode` property): lossless keeps appsink at four buffers without dropping, so a slow
+/// Modes (`mode` property): lossless keeps the input queue at four buffers without dropping, so a slow
 /// stage holds upstream back and every frame is processed; live keeps one buffer and drops
 /// the older one, so the stage always works on the newest frame. auto picks live when a
 /// LATENCY query upstream says the source is live.
@@ -23,7 +23,6 @@ import Synchronization
 /// reference held until deinit.
 final class StageWorker: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
-    let appsink: UnsafeMutablePointer<GstAppSink>
     /// nil for a sink stage: the frames end with the stage.
     let appsrc: UnsafeMutablePointer<GstAppSrc>?
     let stage: any Stage
@@ -49,7 +48,6 @@ final class StageWorker: @unchecked Sendable {
     init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
         self.element = element
         gst_object_ref(element)
-        self.appsink = sl_stage_appsink(element)
         self.appsrc = sl_stage_appsrc(element)
         self.stage = stage
         self.descriptor = descriptor
@@ -135,7 +133,7 @@ final class StageWorker: @unchecked Sendable {
         if let watchdog, !watchdog.startSource(stopping: { stopping.load(ordering: .relaxed) }) { return }
         while true {
             publishMetrics()
-            // A timed pull: a stop can come while the inner appsink was never flushed (a pipeline
+            // A timed pull: a stop can come while the stage's input was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
             switch watchdogBeforePull() {
             case .proceed: break
@@ -144,10 +142,10 @@ final class StageWorker: @unchecked Sendable {
             }
             // Ctrl-C reached this stage (the first of its chain): upstream is refused with EOS
             // from now on, and the stage's own input ends behind the frames that reached it
-            // already (the pipeline waits for its inner appsink's EOS, which a source that is
+            // already (the pipeline waits for its input's EOS, which a source that is
             // down or restarting would never send). Those frames are processed as any others
             // (a lossless run loses none of what it took: the queue held up to four that were
-            // dropped before), then the appsink's EOS ends the output below.
+            // dropped before), then the input's EOS ends the output below.
             if !inputClosed, !streamFinished, sl_stage_end_requested(element) != 0 {
                 inputClosed = true
                 sl_stage_close_input(element)
@@ -155,13 +153,13 @@ final class StageWorker: @unchecked Sendable {
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.
             if !held.isEmpty, !deliverFinished(wait: false) { return }
-            guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(held.isEmpty ? 100_000_000 : 2_000_000)) else {
+            guard let sample = sl_stage_pull(element, GstClockTime(held.isEmpty ? 100_000_000 : 2_000_000)) else {
                 switch watchdogAtEndOfStream() {
                 case .proceed: break
                 case .again: continue
                 case .stop: return
                 }
-                if gst_app_sink_is_eos(appsink) != 0 {
+                if sl_stage_input_ended(element) != 0 {
                     if !held.isEmpty, !deliverFinished(wait: true) { return }
                     finishStream()
                     return
@@ -200,7 +198,7 @@ final class StageWorker: @unchecked Sendable {
             }
             guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else {
                 // The stage cannot take these frames (its error is on the bus). Going away now
-                // would leave the inner appsink full and upstream's end-of-stream waiting in it
+                // would leave the input queue full and upstream's end-of-stream waiting in it
                 // for a reader, with the streaming lock held: the host's change to PLAYING then
                 // waited for ever (a 3-frame source, ~1 run in 40 under a busy core). Refuse what
                 // comes and keep draining until the stream ends or the stage is stopped.
@@ -273,8 +271,10 @@ final class StageWorker: @unchecked Sendable {
     private(set) var streamFinished = false
     /// The stage's end was asked for and its input closed (sl_stage_close_input).
     private var inputClosed = false
-    /// The caps a watchdog last set on appsrc (StageWorker+Watchdog).
+    /// The caps and segment last pushed into appsrc (StageWorker+Delivery; a watchdog's caps,
+    /// StageWorker+Watchdog).
     var pushedCaps: UnsafeMutablePointer<GstCaps>?
+    var pushedSegment: GstSegment?
     /// The readings last set on the element (StageWorker+BusPosts).
     var publishedReadings: [String: String] = [:]
     /// Events this stage added, by type, for Prometheus.
@@ -286,7 +286,7 @@ final class StageWorker: @unchecked Sendable {
     var metricsSourceName: String?
     var lastMetrics: UInt64 = 0
     var queueDrops = 0
-    /// Frames the inner appsink holds at most now (sl_stage_configure_queue).
+    /// Frames the input queue holds at most now (sl_stage_configure_queue).
     var queueCapacity = 4
     /// (time, frames received) at recent publishes: the frame rate over the last few seconds.
     var rateWindow: [(time: UInt64, frames: Int)] = []

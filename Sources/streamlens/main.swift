@@ -274,7 +274,7 @@ func stagesCommand(_ arguments: [String]) -> Int32 {
 /// restarted threads share the arenas already there.
 ///
 /// Why frames from the arenas (a fixed mmap threshold of 32 MB, glibc's largest): a frame that
-/// GStreamer copies (a buffer shared with appsink's last sample when a stage writes into it, a
+/// GStreamer copies (a buffer held elsewhere when a stage writes into it — a tee's other branch — a
 /// decoder's output made writable) is 0.3–3.7 MB; above the mmap threshold each one is a fresh
 /// mapping, zeroed page by page on first touch and unmapped when freed, which cost `streamlens
 /// serve` with many live sources a large share of its CPU in page faults. glibc's default trim

@@ -15,6 +15,35 @@ import Testing
         #expect(r.stderr.contains(" fps (lossless)"), "\(r.stderr)")
     }
 
+    /// A stage's input keeps no reference to a frame it handed over (stage_sink.c), so stages
+    /// that draw into frames nobody else holds copy nothing; when imagefreeze holds every frame
+    /// the first stage that writes copies each one, once. The pixels come out the same.
+    @Test func stagesWriteIntoFramesNobodyElseHolds() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let photo = CLI.packageRoot.appendingPathComponent(".deps/media/astronaut.png").path
+        let stages = "lensdetect name=d precision=f32 ! lensblur name=b ! lensoverlay name=o"
+        func run(_ name: String, _ frames: String, through: String?) throws -> (stderr: String, pixels: Data) {
+            let out = dir.appendingPathComponent(name).path
+            let r = try CLI.run(["run", "-v", "filesrc location=\(photo) ! pngdec ! \(frames) ! \(through.map { "\($0) ! " } ?? "")filesink location=\(out)"])
+            #expect(r.status == 0, "\(r.stderr)")
+            return (r.stderr, try Data(contentsOf: URL(fileURLWithPath: out)))
+        }
+        // videoconvert makes a new buffer of every frame imagefreeze repeats; after it, nobody holds them.
+        let own = try run("own.bgrx", "imagefreeze num-buffers=10 ! videoconvert ! video/x-raw,format=BGRx", through: stages)
+        let held = try run("held.bgrx", "videoconvert ! video/x-raw,format=BGRx ! imagefreeze num-buffers=10", through: stages)
+        let plain = try run("plain.bgrx", "imagefreeze num-buffers=10 ! videoconvert ! video/x-raw,format=BGRx", through: nil)
+        for stage in ["d", "b", "o"] {
+            #expect(own.stderr.contains("\(stage): 10 frames in, 10 out, 0 dropped, 0 copies, "), "\(own.stderr)")
+        }
+        #expect(held.stderr.contains("d: 10 frames in, 10 out, 0 dropped, 10 copies, "), "\(held.stderr)")
+        #expect(held.stderr.contains("b: 10 frames in, 10 out, 0 dropped, 0 copies, "), "\(held.stderr)")
+        #expect(held.stderr.contains("o: 10 frames in, 10 out, 0 dropped, 0 copies, "), "\(held.stderr)")
+        #expect(own.pixels.count == 512 * 512 * 4 * 10)
+        #expect(own.pixels == held.pixels, "the stages drew differently into frames they owned")
+        #expect(own.pixels != plain.pixels, "the stages drew nothing")
+    }
+
     @Test func teeNamedBranchesAndQuotedValues() throws {
         let dir = try scratchDirectory().appendingPathComponent("with space")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

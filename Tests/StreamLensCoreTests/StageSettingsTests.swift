@@ -43,7 +43,7 @@ import Testing
         stats.addDropped(5)
         #expect(stats.ageQuantile(0.5) == 51_000_000 || stats.ageQuantile(0.5) == 50_000_000)
         #expect(stats.ageQuantile(0.95) == 95_000_000 || stats.ageQuantile(0.95) == 96_000_000)
-        #expect(stats.summary.hasPrefix("100 frames in, 100 out, 5 dropped, frame age p50 5"))
+        #expect(stats.summary.hasPrefix("100 frames in, 100 out, 5 dropped, 0 copies, frame age p50 5"))
         for _ in 0..<(FrameStatistics.window * 2) { stats.forwarded(age: 1) }
         #expect(stats.ageQuantile(0.95) == 1) // old ages left the window
         #expect(stats.maxAge == 100_000_000)

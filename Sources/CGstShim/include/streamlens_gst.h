@@ -89,6 +89,9 @@ void sl_buffer_set_pts(GstBuffer *buffer, GstClockTime pts);
 // Running time now on the pipeline clock, or GST_CLOCK_TIME_NONE without a clock.
 GstClockTime sl_element_running_time_now(GstElement *element);
 GstBuffer *sl_buffer_make_writable(GstBuffer *buffer);
+// TRUE when writing into the buffer's pixels would copy them first: its memory is held elsewhere
+// too (a tee's other branch, a shallow copy) or read-only.
+gboolean sl_buffer_pixels_shared(GstBuffer *buffer);
 /// A buffer handed to GStreamer (release, before the push) and taken from it (acquire, after the
 /// pull), for ThreadSanitizer: GLib's futex-based locks are invisible to it. Empty otherwise.
 void sl_handoff_release(const void *object);
@@ -129,7 +132,8 @@ gboolean sl_window_sink_stats(GstElement *element, guint64 *rendered, guint64 *d
 GstClockTime sl_live_latency(GstElement *pipeline);
 
 // ---- Stage elements (stage_element.c) ----------------------------------------------------
-// A stage element is a GstBin holding an appsink and an appsrc that are not linked to each
+// A stage element is a GstBin holding its input (a sink of the project's own, stage_sink.c) and
+// an appsrc that are not linked to each
 // other; a Swift worker pulls from the first and pushes into the second. Properties are
 // declared once, in a table handed over at registration.
 
@@ -151,7 +155,7 @@ typedef struct {
     const char *description;
     const char *sink_caps;     // caps the stage accepts, e.g. "video/x-raw"
     gboolean caps_passthrough; // output caps equal input caps: answer caps queries downstream
-    gboolean is_sink;          // a sink stage: only the appsink and a sink pad (it ends the pipeline)
+    gboolean is_sink;          // a sink stage: only the input and a sink pad (it ends the pipeline)
     guint type_id;             // handed back to `start`
     const SLPropSpec *props;
     guint n_props;
@@ -176,7 +180,13 @@ gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin);
 void sl_registry_forget_plugin(const char *name);
 gboolean sl_is_stage(GstElement *element);
 
-GstAppSink *sl_stage_appsink(GstElement *stage);
+// The next frame of the stage's input, within `timeout`: a sample of its own (its caps and
+// segment as they stood for it) holding the only reference the stage keeps to the buffer, so the
+// worker writes into a frame nobody else holds without a copy. NULL on timeout, at the end of
+// the stream, or when the stage is not running (READY: at once).
+GstSample *sl_stage_pull(GstElement *stage, GstClockTime timeout);
+// TRUE once the input received end-of-stream and every frame before it was pulled.
+gboolean sl_stage_input_ended(GstElement *stage);
 GstAppSrc *sl_stage_appsrc(GstElement *stage); // NULL for a sink stage
 // Context owned by the element: released with `release` at the next set or in finalize.
 void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release);
@@ -190,11 +200,11 @@ char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
 // Sets a reading's value (a read-only string property) without telling the stage.
 void sl_stage_publish_string(GstElement *stage, guint index, const char *value);
 
-// FALSE when the spec changed the stage's inner appsink/appsrc through the child proxy
+// FALSE when the spec changed the stage's inner input/appsrc through the child proxy
 // (`lenspass stage_src::is-live=false`), which would hang or break the bridge.
 gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
-/// The inner appsink's queue: lossless (SL_LOSSLESS_QUEUE frames, upstream waits) or live (the
+/// The stage's input queue: lossless (SL_LOSSLESS_QUEUE frames, upstream waits) or live (the
 /// newest frame wins: 1 frame, older ones dropped); `setting_up`: live, but holding up to
 /// SL_SETUP_QUEUE frames (while the stage sets up on its first frame: nothing blocks upstream).
 #define SL_SETUP_QUEUE 30
@@ -208,7 +218,7 @@ void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 gboolean sl_stage_upstream_is_live(GstElement *stage);
 // Sends tags that arrived before the appsrc had caps (call after pushing a sample).
 void sl_stage_flush_tags(GstElement *stage);
-// Buffers that reached the stage's appsink (pulled + dropped).
+// Buffers that reached the stage's input (pulled + dropped).
 guint64 sl_stage_buffers_arrived(GstElement *stage);
 // Buffers refused because downstream of the stage had ended the stream (a sink that wanted N
 // frames): upstream had more to give.
@@ -297,9 +307,9 @@ gboolean sl_stage_is_upstream(GstElement *stage, GstObject *object);
 void sl_stage_flush_input(GstElement *stage);
 // Closes the stage's input (its end was asked for: Ctrl-C, a source removed): new frames are
 // refused with EOS, the ones that came already stay queued for the worker, and an end-of-stream
-// sent behind them into the inner appsink (from a thread of its own, so the worker, which must
+// sent behind them into the stage's input (from a thread of its own, so the worker, which must
 // keep draining, never waits for the stream lock) ends the input once they are pulled: the
-// pipeline counts that appsink among its sinks, and a source that is down never sends one.
+// pipeline counts that input among its sinks, and a source that is down never sends one.
 void sl_stage_close_input(GstElement *stage);
 // Stops the element (NULL), or starts it (PLAYING, with a fresh base time). The source part of a
 // watchdog is locked (sl_stage_lock_upstream) so the pipeline's own state changes pass it by:
