@@ -41,16 +41,20 @@ public protocol Preprocessor: AnyObject {
     func tensor(_ pixels: UnsafeRawBufferPointer) throws -> Data
 }
 
-/// The steps in plain Swift, for when no registered backend compiles them: bilinear resampling
-/// with half-pixel centres (what OpenVINO's RESIZE_LINEAR does, within a grey level: see
-/// PreprocessingTests), letterbox borders black, a crop taken before resizing.
+/// The steps in plain Swift: bilinear resampling with half-pixel centres (what OpenVINO's
+/// RESIZE_LINEAR does, within a grey level: see PreprocessingTests), letterbox borders black, a
+/// crop taken before resizing. For a backend that cannot compile them (a server), and for
+/// OpenVINO when the model's input is much smaller than the frame: sampling the input's pixels
+/// out of the frame where it lies costs a fraction of copying the frame into the request.
 public final class SwiftPreprocessor: Preprocessor {
     public let shape: [Int]
     private let steps: Preprocessing
-    /// For each output row and column: the two source rows/columns and the weight of the second,
-    /// in the padded frame's coordinates (a padded pixel reads as 0).
-    private let rows: [(Int, Int, Float)]
-    private let columns: [(Int, Int, Float)]
+    /// For each output row: the byte offsets of its two source rows in the frame (nil: a
+    /// letterbox border, read as 0) and the weight of the second.
+    private let rows: [(Int?, Int?, Float)]
+    /// For each output column: the byte offsets of its two source pixels in a row and their
+    /// weights (0 for a border column).
+    private let columns: [(Int, Int, Float, Float)]
     /// The source channel each output channel reads (colour order).
     private let channelMap: [Int]
 
@@ -78,6 +82,8 @@ public final class SwiftPreprocessor: Preprocessor {
             }
             source = (x, y, width, height)
         }
+        /// Each output index's two source indices (in frame coordinates; outside 0..<limit is a
+        /// border) and the weight of the second.
         func taps(_ count: Int, from start: Int, length: Int, shift: Int) -> [(Int, Int, Float)] {
             let scale = Float(length) / Float(count)
             return (0..<count).map { i in
@@ -86,8 +92,13 @@ public final class SwiftPreprocessor: Preprocessor {
                 return (start + first - shift, start + second - shift, at - Float(first))
             }
         }
-        rows = taps(input.height, from: source.y, length: source.height, shift: offset.y)
-        columns = taps(input.width, from: source.x, length: source.width, shift: offset.x)
+        rows = taps(input.height, from: source.y, length: source.height, shift: offset.y).map { a, b, w in
+            ((0..<frame.height).contains(a) ? a * frame.stride : nil, (0..<frame.height).contains(b) ? b * frame.stride : nil, w)
+        }
+        columns = taps(input.width, from: source.x, length: source.width, shift: offset.x).map { a, b, w in
+            let (inA, inB) = ((0..<frame.width).contains(a), (0..<frame.width).contains(b))
+            return (inA ? a * frame.channels : 0, inB ? b * frame.channels : 0, inA ? 1 - w : 0, inB ? w : 0)
+        }
         let order: [Character] = switch frame.pixelFormat {
         case "GRAY8": ["G"]
         default: Array(frame.pixelFormat.prefix(3))
@@ -96,30 +107,49 @@ public final class SwiftPreprocessor: Preprocessor {
         channelMap = wantedOrder.map { c in order.firstIndex(of: c) ?? 0 }
     }
 
+    /// Values in the tensor.
+    public var count: Int { shape.reduce(1, *) }
+
     public func tensor(_ pixels: UnsafeRawBufferPointer) throws -> Data {
+        var values = [Float](repeating: 0, count: count)
+        try values.withUnsafeMutableBufferPointer { try write(pixels, into: $0) }
+        return values.withUnsafeBytes { Data($0) }
+    }
+
+    /// Writes the tensor of one frame (rows of `frame.stride` bytes) into `values` (`count`
+    /// floats): the frame is read only where the input samples it.
+    public func write(_ pixels: UnsafeRawBufferPointer, into values: UnsafeMutableBufferPointer<Float>) throws {
         let frame = steps.frame, input = steps.input
-        guard pixels.count >= frame.minimumBytes else {
+        guard pixels.count >= frame.minimumBytes, let frameBase = pixels.baseAddress else {
             throw InferenceError("frame buffer has \(pixels.count) bytes, expected \(frame.stride * frame.height)")
         }
-        let channels = channelMap.count, pixelBytes = frame.channels
+        guard values.count >= count, let out = values.baseAddress else { throw InferenceError("a tensor of \(values.count) values for \(count)") }
+        let base = frameBase.assumingMemoryBound(to: UInt8.self)
+        let channels = channelMap.count
         let nchw = input.layout == "NCHW"
-        let (mean, scale) = (input.mean, input.scale)
-        let plane = input.width * input.height
-        var values = [Float](repeating: 0, count: plane * channels)
-        func at(_ y: Int, _ x: Int, _ c: Int) -> Float {
-            guard y >= 0, x >= 0, y < frame.height, x < frame.width else { return 0 }
-            return Float(pixels[y * frame.stride + x * pixelBytes + c])
-        }
-        for (oy, row) in rows.enumerated() {
-            for (ox, column) in columns.enumerated() {
-                for (oc, c) in channelMap.enumerated() {
-                    let top = at(row.0, column.0, c) * (1 - column.2) + at(row.0, column.1, c) * column.2
-                    let bottom = at(row.1, column.0, c) * (1 - column.2) + at(row.1, column.1, c) * column.2
-                    let v = (top * (1 - row.2) + bottom * row.2 - mean) / scale
-                    values[nchw ? oc * plane + oy * input.width + ox : (oy * input.width + ox) * channels + oc] = v
+        let (mean, inverseScale) = (input.mean, 1 / input.scale)
+        let width = input.width, plane = input.width * input.height
+        // A border row reads as zeros: a row of them as wide as the frame's rows.
+        let zeros = [UInt8](repeating: 0, count: frame.stride)
+        zeros.withUnsafeBufferPointer { zero in
+            columns.withUnsafeBufferPointer { columns in
+                for (oy, row) in rows.enumerated() {
+                    let top = row.0.map { base + $0 } ?? zero.baseAddress!, bottom = row.1.map { base + $0 } ?? zero.baseAddress!
+                    let (wTop, wBottom) = (1 - row.2, row.2)
+                    for oc in 0..<channels {
+                        let c = channelMap[oc]
+                        // NCHW: a channel's row is contiguous; NHWC: channels interleave.
+                        var at = nchw ? oc * plane + oy * width : oy * width * channels + oc
+                        let step = nchw ? 1 : channels
+                        for column in columns {
+                            let t = Float(top[column.0 + c]) * column.2 + Float(top[column.1 + c]) * column.3
+                            let b = Float(bottom[column.0 + c]) * column.2 + Float(bottom[column.1 + c]) * column.3
+                            out[at] = (t * wTop + b * wBottom - mean) * inverseScale
+                            at += step
+                        }
+                    }
                 }
             }
         }
-        return values.withUnsafeBytes { Data($0) }
     }
 }

@@ -4,7 +4,7 @@ import StreamLensCore
 import StreamLensInference
 import Synchronization
 
-/// A model compiled with its pre-processing for one frame layout: what the engine caches and
+/// A model compiled with its pre-processing (or its input sampled in Swift) for one frame layout: what the engine caches and
 /// ImageModels share (each with its own infer requests).
 ///
 /// @unchecked Sendable: immutable after init; OpenVINO's compiled model is thread-safe
@@ -16,6 +16,9 @@ final class CompiledModel: @unchecked Sendable {
     let pointer: OpaquePointer
     let frame: FrameLayout
     let padding: (top: Int, left: Int, bottom: Int, right: Int)
+    /// Set when the image input is sampled out of the frame in Swift (`InferenceEngine.samplesInput`):
+    /// requests then take its f32 tensor instead of the frame.
+    let sampler: SwiftPreprocessor?
     let imageInput: Int
     let otherInputs: [(name: String, shape: [Int])]
     let outputs: [(name: String, shape: [Int])]
@@ -28,8 +31,9 @@ final class CompiledModel: @unchecked Sendable {
     var peakUsers: Int { users.withLock { $0.peak } }
 
     init(engine: InferenceEngine, pointer: OpaquePointer, frame: FrameLayout, padding: (top: Int, left: Int, bottom: Int, right: Int),
-         imageInput: Int, otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])], settings: String) {
-        self.engine = engine; self.pointer = pointer; self.frame = frame; self.padding = padding; self.imageInput = imageInput
+         sampler: SwiftPreprocessor?, imageInput: Int, otherInputs: [(name: String, shape: [Int])], outputs: [(name: String, shape: [Int])],
+         settings: String) {
+        self.engine = engine; self.pointer = pointer; self.frame = frame; self.padding = padding; self.sampler = sampler; self.imageInput = imageInput
         self.otherInputs = otherInputs; self.outputs = outputs; self.settings = settings
     }
 

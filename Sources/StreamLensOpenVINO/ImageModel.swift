@@ -6,8 +6,9 @@ import Synchronization
 
 /// A compiled model with its pre-processing, fed frames synchronously (`infer`) or
 /// asynchronously (`submit`: up to `InferenceOptions.requests` infer requests in flight, each
-/// with its own input tensor, so a frame's pixels are copied in and the frame may change
-/// while its request runs).
+/// with its own input tensor, so the frame may change while its request runs). The request's
+/// tensor takes the frame's pixels, or, for an input much smaller than the frame, the input
+/// itself sampled out of the frame in Swift (`CompiledModel.sampler`).
 ///
 /// Not thread-safe: used by one worker. OpenVINO's threads only say a request is done
 /// (`ov_infer_request_set_callback`); outputs are read on the worker's thread.
@@ -28,6 +29,11 @@ public final class ImageModel {
     private let padding: (top: Int, left: Int, bottom: Int, right: Int)
     /// The tensor's pixels when rows must be repacked or padded; borders stay zero.
     private var scratch: [UInt8] = []
+    /// Set when the image input is sampled out of the frame in Swift: requests take its f32
+    /// tensor (written straight into the request's own), not the frame.
+    private let sampler: SwiftPreprocessor?
+    /// The sampled tensor for `infer`.
+    private var sampledScratch: [Float] = []
     /// Requests started by `submit`, oldest first (a request is free again once its result has
     /// been collected).
     private var started: [(slot: RequestSlot, pending: PendingInference)] = []
@@ -91,6 +97,7 @@ public final class ImageModel {
         self.slots = slots
         self.frame = compiled.frame
         self.padding = compiled.padding
+        self.sampler = compiled.sampler
         self.outputs = compiled.outputs
         compiled.join()
     }
@@ -148,8 +155,9 @@ public final class ImageModel {
         }
     }
 
+    /// The image input's tensor: the sampled input (f32), or the frame with its borders (u8).
     private func tensorShape() throws -> ov_shape_t {
-        var dims: [Int64] = [1, Int64(tensorSize.height), Int64(tensorSize.width), Int64(frame.channels)]
+        var dims: [Int64] = sampler.map { $0.shape.map(Int64.init) } ?? [1, Int64(tensorSize.height), Int64(tensorSize.width), Int64(frame.channels)]
         var shape = ov_shape_t()
         try check(ov_shape_create(4, &dims, &shape), "ov_shape_create")
         return shape
@@ -170,12 +178,17 @@ public final class ImageModel {
         let run: (UnsafeRawPointer) throws -> Void = { base in
             var shape = try self.tensorShape()
             defer { ov_shape_free(&shape) }
-            let tensor = try handle("ov_tensor_create_from_host_ptr") { ov_tensor_create_from_host_ptr(U8, shape, UnsafeMutableRawPointer(mutating: base), $0) }
+            let type = self.sampler == nil ? U8 : F32
+            let tensor = try handle("ov_tensor_create_from_host_ptr") { ov_tensor_create_from_host_ptr(type, shape, UnsafeMutableRawPointer(mutating: base), $0) }
             defer { ov_tensor_free(tensor) }
             try check(ov_infer_request_set_input_tensor_by_index(request, self.imageInput, tensor), "ov_infer_request_set_input_tensor_by_index")
             try check(ov_infer_request_infer(request), "ov_infer_request_infer")
         }
-        if frame.stride == frame.width * frame.channels && tensorSize == (frame.width, frame.height) {
+        if let sampler {
+            if sampledScratch.count != sampler.count { sampledScratch = [Float](repeating: 0, count: sampler.count) }
+            try sampledScratch.withUnsafeMutableBufferPointer { try sampler.write(pixels, into: $0) }
+            try sampledScratch.withUnsafeBytes { try run($0.baseAddress!) }
+        } else if frame.stride == frame.width * frame.channels && tensorSize == (frame.width, frame.height) {
             try run(pixels.baseAddress!)
         } else {
             let count = tensorSize.width * frame.channels * tensorSize.height
@@ -200,8 +213,8 @@ public final class ImageModel {
         return try body(views)
     }
 
-    /// Starts inference of one frame on a free request (its pixels are copied into the
-    /// request's own tensor) and returns at once; the outputs come with the ticket, collected
+    /// Starts inference of one frame on a free request (its pixels copied, or its input
+    /// sampled, into the request's own tensor) and returns at once; the outputs come with the ticket, collected
     /// on the thread that waits for it. When every request is busy, the oldest is waited for.
     public func submit(_ pixels: UnsafeRawBufferPointer) throws -> PendingInference {
         try checkSize(pixels)
@@ -216,7 +229,7 @@ public final class ImageModel {
         if slot.input == nil {
             var shape = try tensorShape()
             defer { ov_shape_free(&shape) }
-            let tensor = try handle("ov_tensor_create") { ov_tensor_create(U8, shape, $0) }
+            let tensor = try handle("ov_tensor_create") { ov_tensor_create(sampler == nil ? U8 : F32, shape, $0) }
             var data: UnsafeMutableRawPointer?
             var size = 0
             try check(ov_tensor_data(tensor, &data), "ov_tensor_data")
@@ -230,7 +243,13 @@ public final class ImageModel {
         }
         var data: UnsafeMutableRawPointer?
         try check(ov_tensor_data(slot.input, &data), "ov_tensor_data")
-        copyRows(pixels, into: data!)
+        guard let data else { throw InferenceError("ov_tensor_data gave no data") }
+        if let sampler {
+            // This frame's input, sampled while the previous frame's request runs.
+            try sampler.write(pixels, into: UnsafeMutableBufferPointer(start: data.assumingMemoryBound(to: Float.self), count: sampler.count))
+        } else {
+            copyRows(pixels, into: data)
+        }
         let request = slot.request
         let outputs = self.outputs
         let pending = PendingInference(bytesSent: 0) { [unowned self] in

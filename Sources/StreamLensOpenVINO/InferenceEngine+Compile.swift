@@ -4,12 +4,30 @@ import StreamLensCore
 import StreamLensInference
 import Synchronization
 
-// Reading a model, fixing its input's shape, compiling OpenVINO's pre-processing in front of it.
+// Reading a model, fixing its input's shape, compiling OpenVINO's pre-processing in front of it
+// (or taking the input sampled in Swift).
 
 extension InferenceEngine {
-    /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled.
+    /// Whether a model's input is sampled out of the frame in Swift (`SwiftPreprocessor`, on the
+    /// stage's thread, while the previous frame's request runs) rather than by OpenVINO's
+    /// compiled steps, which need the whole frame copied into the request first (and, for a
+    /// letterbox, padded: a 720p frame for a square detector is a 1280x1280 tensor). Sampling
+    /// reads only the pixels the input takes, so it wins when the input is much smaller than the
+    /// frame (a face detector's 128x128 out of 720p); a large input (a 640x640 YOLO) is
+    /// resampled faster by OpenVINO's vectorized code. Batches keep the compiled steps
+    /// (BatchedModel packs frames).
+    static func samplesInput(_ input: ImageInput, frame: FrameLayout, batch: Int) -> Bool {
+        batch == 1 && input.width * input.height * samplingRatio <= frame.width * frame.height
+    }
+    /// Frame pixels per input pixel from which sampling in Swift is used (measured: see
+    /// docs/inference.md, "Pre-processing").
+    static let samplingRatio = 16
+
+    /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled; with
+    /// `sampled`, taking the input's f32 tensor as `SwiftPreprocessor` writes it instead.
     func compile(_ model: OpaquePointer, input: ImageInput, frame: FrameLayout, colorFormat: ov_color_format_e, region: FrameRegion,
-                 options: InferenceOptions, plan: ThreadPlan, resizable: Bool, batch: Int, label path: String) throws -> CompiledModel {
+                 options: InferenceOptions, plan: ThreadPlan, resizable: Bool, batch: Int, sampled: Bool = false,
+                 label path: String) throws -> CompiledModel {
         let inputs = try ports(model, inputs: true)
         let imageIndex = try input.imageInputIndex(among: inputs.map(\.name), of: path)
         try makeStatic(model, index: imageIndex, name: inputs.count > 1 ? inputs[imageIndex].name : nil, input: input, resizable: resizable, batch: batch)
@@ -21,6 +39,49 @@ extension InferenceEngine {
 
         let tensorInfo = try handle("ov_preprocess_input_info_get_tensor_info") { ov_preprocess_input_info_get_tensor_info(inputInfo, $0) }
         defer { ov_preprocess_input_tensor_info_free(tensorInfo) }
+        let modelInfo = try handle("ov_preprocess_input_info_get_model_info") { ov_preprocess_input_info_get_model_info(inputInfo, $0) }
+        defer { ov_preprocess_input_model_info_free(modelInfo) }
+        try withLayout(input.layout) { try check(ov_preprocess_input_model_info_set_layout(modelInfo, $0), "ov_preprocess_input_model_info_set_layout") }
+        var padding = (top: 0, left: 0, bottom: 0, right: 0)
+        let tensorShape: [Int]
+        if sampled {
+            // The tensor is the model's input, f32 in its layout: OpenVINO converts only what the
+            // network computes in.
+            try check(ov_preprocess_input_tensor_info_set_element_type(tensorInfo, F32), "ov_preprocess_input_tensor_info_set_element_type")
+            try withLayout(input.layout) { try check(ov_preprocess_input_tensor_info_set_layout(tensorInfo, $0), "ov_preprocess_input_tensor_info_set_layout") }
+            tensorShape = input.tensorShape
+        } else {
+            padding = try compileSteps(inputInfo, tensorInfo, input: input, frame: frame, colorFormat: colorFormat, region: region, batch: batch, label: path)
+            tensorShape = [batch, frame.height + padding.top + padding.bottom, frame.width + padding.left + padding.right, frame.channels]
+        }
+
+        // Every output handed over as f32, whatever the model computes it in (f16, u8, i8, i32…):
+        // OpenVINO converts at the end of the network, and the readers below only know f32.
+        for i in 0..<(try portCount(model, inputs: false)) {
+            let outputInfo = try handle("ov_preprocess_prepostprocessor_get_output_info_by_index") { ov_preprocess_prepostprocessor_get_output_info_by_index(ppp, i, $0) }
+            defer { ov_preprocess_output_info_free(outputInfo) }
+            let outputTensor = try handle("ov_preprocess_output_info_get_tensor_info") { ov_preprocess_output_info_get_tensor_info(outputInfo, $0) }
+            defer { ov_preprocess_output_tensor_info_free(outputTensor) }
+            try check(ov_preprocess_output_set_element_type(outputTensor, F32), "ov_preprocess_output_set_element_type")
+        }
+
+        let built = try handle("ov_preprocess_prepostprocessor_build") { ov_preprocess_prepostprocessor_build(ppp, $0) }
+        defer { ov_model_free(built) }
+
+        let outputs = try ports(built, inputs: false)
+        let otherInputs = try ports(built, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
+        let sampler = sampled ? try SwiftPreprocessor(Preprocessing(input: input, frame: frame, region: region), shape: tensorShape) : nil
+        let (compiled, precision) = try compileChoosingPrecision(built, options: options, plan: plan, tensorShape: tensorShape,
+                                                                 elementType: sampled ? F32 : U8, imageInput: imageIndex, label: path)
+        return CompiledModel(engine: self, pointer: compiled, frame: frame, padding: padding, sampler: sampler, imageInput: imageIndex,
+                             otherInputs: otherInputs, outputs: outputs, settings: "\(precision), \(plan)" + (sampled ? ", input sampled in Swift" : ""))
+    }
+
+    /// OpenVINO's steps from a U8 frame (NHWC, its colour format) to the model's input: crop
+    /// or letterbox, resize, colour, f32, mean and scale. Returns the letterbox padding.
+    private func compileSteps(_ inputInfo: OpaquePointer, _ tensorInfo: OpaquePointer, input: ImageInput, frame: FrameLayout,
+                              colorFormat: ov_color_format_e, region: FrameRegion, batch: Int,
+                              label path: String) throws -> (top: Int, left: Int, bottom: Int, right: Int) {
         try check(ov_preprocess_input_tensor_info_set_element_type(tensorInfo, U8), "ov_preprocess_input_tensor_info_set_element_type")
         try withLayout("NHWC") { try check(ov_preprocess_input_tensor_info_set_layout(tensorInfo, $0), "ov_preprocess_input_tensor_info_set_layout") }
         try check(ov_preprocess_input_tensor_info_set_color_format(tensorInfo, colorFormat), "ov_preprocess_input_tensor_info_set_color_format")
@@ -52,30 +113,7 @@ extension InferenceEngine {
         if input.mean != 0 { try check(ov_preprocess_preprocess_steps_mean(steps, input.mean), "ov_preprocess_preprocess_steps_mean") }
         if input.scale != 1 { try check(ov_preprocess_preprocess_steps_scale(steps, input.scale), "ov_preprocess_preprocess_steps_scale") }
 
-        let modelInfo = try handle("ov_preprocess_input_info_get_model_info") { ov_preprocess_input_info_get_model_info(inputInfo, $0) }
-        defer { ov_preprocess_input_model_info_free(modelInfo) }
-        try withLayout(input.layout) { try check(ov_preprocess_input_model_info_set_layout(modelInfo, $0), "ov_preprocess_input_model_info_set_layout") }
-
-        // Every output handed over as f32, whatever the model computes it in (f16, u8, i8, i32…):
-        // OpenVINO converts at the end of the network, and the readers below only know f32.
-        for i in 0..<(try portCount(model, inputs: false)) {
-            let outputInfo = try handle("ov_preprocess_prepostprocessor_get_output_info_by_index") { ov_preprocess_prepostprocessor_get_output_info_by_index(ppp, i, $0) }
-            defer { ov_preprocess_output_info_free(outputInfo) }
-            let outputTensor = try handle("ov_preprocess_output_info_get_tensor_info") { ov_preprocess_output_info_get_tensor_info(outputInfo, $0) }
-            defer { ov_preprocess_output_tensor_info_free(outputTensor) }
-            try check(ov_preprocess_output_set_element_type(outputTensor, F32), "ov_preprocess_output_set_element_type")
-        }
-
-        let built = try handle("ov_preprocess_prepostprocessor_build") { ov_preprocess_prepostprocessor_build(ppp, $0) }
-        defer { ov_model_free(built) }
-
-        let outputs = try ports(built, inputs: false)
-        let otherInputs = try ports(built, inputs: true).enumerated().filter { $0.offset != imageIndex }.map(\.element)
-        let tensorShape = [batch, tensorHeight, tensorWidth, frame.channels]
-        let (compiled, precision) = try compileChoosingPrecision(built, options: options, plan: plan, tensorShape: tensorShape,
-                                                                 imageInput: imageIndex, label: path)
-        return CompiledModel(engine: self, pointer: compiled, frame: frame, padding: padding, imageInput: imageIndex,
-                             otherInputs: otherInputs, outputs: outputs, settings: "\(precision), \(plan)")
+        return padding
     }
 
     /// One compilation with `precision` (nil: the device's default) and the thread plan.

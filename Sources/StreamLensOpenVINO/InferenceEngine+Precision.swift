@@ -21,7 +21,7 @@ extension InferenceEngine {
     /// each, interleaved, or read from an earlier start's decision). Returns the compiled model
     /// and what to say about its precision.
     func compileChoosingPrecision(_ built: OpaquePointer, options: InferenceOptions, plan: ThreadPlan, tensorShape: [Int],
-                                          imageInput: Int, label path: String) throws -> (OpaquePointer, String) {
+                                  elementType: ov_element_type_e, imageInput: Int, label path: String) throws -> (OpaquePointer, String) {
         guard options.precision == "auto" else {
             let compiled = try compileOnce(built, options: options, plan: plan, precision: options.precision)
             if let asked = options.precision { return (compiled, "precision \(asked)") }
@@ -62,7 +62,7 @@ extension InferenceEngine {
                                          reason: "the only precision \(options.device) runs here" + (dropped.isEmpty ? "" : "; \(dropped.joined(separator: ", ")) would run as \(runs[0].precision)"))
         } else {
             do {
-                decision = PrecisionDecision.fastest(try medianMilliseconds(runs, tensorShape: tensorShape, imageInput: imageInput))!
+                decision = PrecisionDecision.fastest(try medianMilliseconds(runs, tensorShape: tensorShape, elementType: elementType, imageInput: imageInput))!
             } catch {
                 runs.forEach { ov_compiled_model_free($0.compiled) }
                 throw error
@@ -78,7 +78,7 @@ extension InferenceEngine {
     /// all alike) — at least `minimumRounds`, and more until each candidate has run for
     /// `minimumMilliseconds` (at most `maximumRounds`): five rounds of a 3 ms detector flipped
     /// between f32 and f16 from one start to the next on the Xeon; a 100 ms style stops at five.
-    func medianMilliseconds(_ runs: [(precision: String, compiled: OpaquePointer)], tensorShape: [Int], imageInput: Int,
+    func medianMilliseconds(_ runs: [(precision: String, compiled: OpaquePointer)], tensorShape: [Int], elementType: ov_element_type_e, imageInput: Int,
                                     minimumRounds: Int = 5, maximumRounds: Int = 100, minimumMilliseconds: Double = 300) throws -> [String: Double] {
         var requests: [OpaquePointer] = []
         var tensors: [OpaquePointer] = []
@@ -93,7 +93,7 @@ extension InferenceEngine {
         for run in runs {
             let request = try handle("ov_compiled_model_create_infer_request") { ov_compiled_model_create_infer_request(run.compiled, $0) }
             requests.append(request)
-            let tensor = try handle("ov_tensor_create") { ov_tensor_create(U8, shape, $0) }
+            let tensor = try handle("ov_tensor_create") { ov_tensor_create(elementType, shape, $0) }
             tensors.append(tensor)
             var data: UnsafeMutableRawPointer?
             var size = 0

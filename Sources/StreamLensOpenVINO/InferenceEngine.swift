@@ -76,7 +76,9 @@ public final class InferenceEngine: @unchecked Sendable {
     /// the real ones and are always accepted.
     public func checkDevice(_ device: String) throws {
         let base = String(device.prefix { $0 != ":" && $0 != "." })
-        if ["AUTO", "MULTI", "HETERO", "BATCH"].contains(base) { return }
+        // The CPU plugin is part of the wheel: asking for the device list would load every
+        // plugin (GPU, NPU: each probes for its hardware), ~10 ms of every start here.
+        if ["AUTO", "MULTI", "HETERO", "BATCH", "CPU"].contains(base) { return }
         let available = try availableDevices()
         guard available.contains(where: { $0 == device || $0.hasPrefix(base + ".") || $0 == base }) else {
             throw InferenceError("device \(device) is not available here (available: \(available.joined(separator: ", ")))")
@@ -133,7 +135,7 @@ public final class InferenceEngine: @unchecked Sendable {
                 throw error
             }
             let single = try compiledModel(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: 1,
-                                           budget: budget)
+                                           sampling: false, budget: budget)
             let batcher = try BatchedModel(batch: batched, single: single, size: options.batchSize)
             batchers.withLock { cache in
                 cache = cache.filter { $0.value.model != nil }
@@ -170,9 +172,12 @@ public final class InferenceEngine: @unchecked Sendable {
 
     /// The compiled model for these settings, from the cache or compiled now (`compiling` held).
     /// `batch` > 1: the image input's batch reshaped to it (throws when the model refuses).
+    /// `sampling`: the image input may be sampled in Swift when it is small (`samplesInput`);
+    /// not for a batcher's models, which take frames.
     func compiledModel(path: String, input: ImageInput, frame: FrameLayout, region: FrameRegion, options: InferenceOptions,
-                       resizable: Bool, batch: Int, budget: ThreadBudget) throws -> CompiledModel {
+                       resizable: Bool, batch: Int, sampling: Bool = true, budget: ThreadBudget) throws -> CompiledModel {
         let key = try cacheKey(path: path, input: input, frame: frame, region: region, options: options, resizable: resizable, batch: batch)
+            + (sampling ? "" : "|frames")
         if let shared = compiledModels.withLock({ $0[key]?.model }) { return shared }
         var plan = budget.plan(path: path, options: options)
         // A batcher runs at most `slotCount` batches at once: more streams would only split
@@ -189,7 +194,8 @@ public final class InferenceEngine: @unchecked Sendable {
         }
         defer { ov_model_free(model) }
         let compiled = try compile(model!, input: input, frame: frame, colorFormat: frame.colorFormat!, region: region, options: options,
-                                   plan: plan, resizable: resizable, batch: batch, label: path)
+                                   plan: plan, resizable: resizable, batch: batch,
+                                   sampled: sampling && Self.samplesInput(input, frame: frame, batch: batch), label: path)
         compiledModels.withLock { cache in
             cache = cache.filter { $0.value.model != nil }
             cache[key] = WeakCompiledModel(compiled)
