@@ -14,9 +14,22 @@
 #   python      bench/python_peer.py: the same job in Python (PyGObject appsink/appsrc,
 #               OpenVINO's Python API, numpy), as a user would write it
 #   haar        GStreamer's OpenCV Haar-cascade `facedetect` (gstreamer1.0-opencv), display=true
+#   decode      decoding alone (gst-launch-1.0: the same decode, then the ending): one half of the
+#               2-core ideal
+#   shortrange  lensdetect with MediaPipe's short-range model (Models/face-short-range.json), the
+#               model MediaPipe's peer below runs
+#   still       inference alone: shortrange on the clip's first frame repeated (imagefreeze, no
+#               decoding), the other half of the 2-core ideal
+#   mediapipe   bench/mediapipe_peer.py: MediaPipe's own framework (mediapipe==0.10.21 from PyPI, in
+#               its own venv), its face detection solution with the short-range model, the clip
+#               decoded by OpenCV as its samples do; its graph time (the frame loop, start-up not
+#               counted) is recorded beside its whole process
+# The 2-core ideal of shortrange: decoding and inference pipelined on the two cores, the longer of
+# decode and still (both whole processes, so start-up counts once in each).
 # Runs are interleaved (each round runs every variant once per ending), RUNS rounds, medians.
 # Every run is a whole process: start-up and model loading are included for all of them.
-# Goals: streamlens/floor >= 0.85, streamlens/python >= 2, streamlens/haar >= 20.
+# Goals: streamlens/floor >= 0.85, streamlens/python >= 2, streamlens/haar >= 20; shortrange's whole
+# process >= 1.4x faster than MediaPipe's graph time.
 # Also writes each run's figures to $BENCH_RESULTS/detect.tsv (bench/lib.sh) for bench/report.py.
 # Usage: bench/detect.sh path/to/streamlens   (RUNS=3 HAAR_FRAMES=300 RUN_TIMEOUT=300)
 set -euo pipefail
@@ -47,6 +60,7 @@ gst-inspect-1.0 facedetect >/dev/null 2>&1 || { echo "bench-detect: GStreamer ha
 # --- The Python peer's venv: Debian's python3 (for its python3-gi), numpy and the pinned
 # openvino wheel from pip. The PATH's python3 may be another interpreter without gi. ---
 bench_venv bench-detect
+bench_mediapipe_venv bench-detect
 
 # --- The clip (made once) ---
 CLIP=out/bench/face-clip.mp4
@@ -65,8 +79,8 @@ fi
 TMP=$(mktemp -d /tmp/bench-detect.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 results_open detect RUNS="$RUNS" FRAMES="$FRAMES" HAAR_FRAMES="$HAAR_FRAMES" RUN_TIMEOUT="$RUN_TIMEOUT"
-GOAL_FLOOR=0.85 GOAL_PYTHON=2 GOAL_HAAR=20
-result goal.floor "$GOAL_FLOOR"; result goal.python "$GOAL_PYTHON"; result goal.haar "$GOAL_HAAR"
+GOAL_FLOOR=0.85 GOAL_PYTHON=2 GOAL_HAAR=20 GOAL_MEDIAPIPE=1.4
+result goal.floor "$GOAL_FLOOR"; result goal.python "$GOAL_PYTHON"; result goal.haar "$GOAL_HAAR"; result goal.mediapipe "$GOAL_MEDIAPIPE"
 
 decode_of() { echo "filesrc location=$ROOT/$1 ! qtdemux ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx"; }
 DECODE=$(decode_of "$CLIP")
@@ -89,7 +103,10 @@ if [ "$HAAR_FRAMES" -lt "$FRAMES" ]; then
   [ "$n" = "$HAAR_FRAMES" ] || { echo "bench-detect: $HAAR_CLIP has $n frames, expected $HAAR_FRAMES" >&2; exit 1; }
 fi
 MESH="lensclassify model=Models/face-mesh.json"
-VARIANTS=(floor streamlens centerface landmarks landmarks2 python haar)
+SHORTRANGE="lensdetect model=Models/face-short-range.json"
+# The clip's first frame, decoded once, repeated from memory: the input of `still`.
+STILL="filesrc location=$ROOT/$CLIP ! qtdemux ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx ! imagefreeze num-buffers=$FRAMES"
+VARIANTS=(floor decode streamlens shortrange still mediapipe centerface landmarks landmarks2 python haar)
 ENDINGS=(encode fakesink)
 
 ending_spec() {  # ending -> the pipeline's tail
@@ -99,6 +116,8 @@ ending_spec() {  # ending -> the pipeline's tail
   esac
 }
 frames_of() { [ "$1" = haar ] && echo "$HAAR_FRAMES" || echo "$FRAMES"; }
+# MediaPipe's peer only detects (its samples draw on a window): not in the encode ending.
+skipped() { [ "$1" = mediapipe ] && [ "$2" = encode ]; }
 
 # The command of one variant and ending, as an array in CMD.
 command_for() {
@@ -106,6 +125,10 @@ command_for() {
   tail=$(ending_spec "$ending")
   case $variant in
     floor) CMD=("$BIN" run -q "$DECODE ! lenspass ! $tail") ;;
+    decode) CMD=(gst-launch-1.0 -q $DECODE ! $tail) ;;
+    shortrange) CMD=("$BIN" run -q "$DECODE ! $SHORTRANGE ! $tail") ;;
+    still) CMD=("$BIN" run -q "$STILL ! $SHORTRANGE ! $tail") ;;
+    mediapipe) CMD=("$MP_PY" bench/mediapipe_peer.py "$ROOT/$CLIP") ;;
     streamlens) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $tail") ;;
     centerface) CMD=("$BIN" run -q "$DECODE ! $CENTERFACE ! $tail") ;;
     landmarks) CMD=("$BIN" run -q "$DECODE ! $DETECT ! $MESH ! $tail") ;;
@@ -146,13 +169,17 @@ run() {
   if [ "$variant" = python ]; then  # "python_peer: 300 frames, inference 9.9 ms median (300 runs), ..."
     sed -n 's/^python_peer: .*inference \([0-9.]*\) ms median.*/\1/p' "$TMP/$key.err" >>"$TMP/$variant.$ending.ms"
   fi
+  if [ "$variant" = mediapipe ]; then  # "mediapipe_peer: 300 frames, 300 faces, graph 1.234 s, start-up 0.567 s"
+    sed -n 's/^mediapipe_peer: .* graph \([0-9.]*\) s.*/\1/p' "$TMP/$key.err" >>"$TMP/mediapipe.$ending.graph"
+    sed -n 's/^mediapipe_peer: [0-9]* frames, \([0-9]*\) faces.*/\1/p' "$TMP/$key.err" >>"$TMP/mediapipe.$ending.faces"
+  fi
 }
 
 echo "bench-detect: $FRAMES frames of 1280x720 ($CLIP), $RUNS interleaved rounds; haar on $HAAR_FRAMES frames" >&2
 for round in $(seq "$RUNS"); do
   for ending in "${ENDINGS[@]}"; do
     for variant in "${VARIANTS[@]}"; do
-      run "$variant" "$ending" "$round"
+      skipped "$variant" "$ending" || run "$variant" "$ending" "$round"
     done
   done
   echo "bench-detect: round $round of $RUNS done" >&2
@@ -183,6 +210,7 @@ for ending in "${ENDINGS[@]}"; do
   printf '%-11s %6s %10s %8s %12s %16s  %s\n' variant frames "median s" fps "peak RSS MB" "detect ms/frame" "each run (s)"
   declare -A FPS=()
   for variant in "${VARIANTS[@]}"; do
+    skipped "$variant" "$ending" && continue
     secs=$(med "$variant.$ending.secs"); rss=$(med "$variant.$ending.rss"); ms=$(med "$variant.$ending.ms")
     frames=$(frames_of "$variant")
     if [ -z "$secs" ]; then
@@ -199,6 +227,22 @@ for ending in "${ENDINGS[@]}"; do
   verdict() { [ "$1" = n/a ] && echo "n/a" || awk -v r="$1" -v g="$2" 'BEGIN{print (r >= g) ? "met" : "NOT met"}'; }
   rf=$(ratio floor); rp=$(ratio python); rh=$(ratio haar)
   echo "ratios: streamlens/floor ${rf}x (goal >= $GOAL_FLOOR: $(verdict "$rf" $GOAL_FLOOR)), streamlens/python ${rp}x (goal >= $GOAL_PYTHON: $(verdict "$rp" $GOAL_PYTHON)), streamlens/haar ${rh}x (goal >= $GOAL_HAAR: $(verdict "$rh" $GOAL_HAAR))"
+  # Short range against MediaPipe's graph time, and against the 2-core ideal (decoding and
+  # inference pipelined: the longer of the two alone).
+  sr=$(med "shortrange.$ending.secs"); dec=$(med "decode.$ending.secs"); still=$(med "still.$ending.secs")
+  if [ -n "$sr" ] && [ -n "$dec" ] && [ -n "$still" ]; then
+    ideal=$(awk -v a="$dec" -v b="$still" 'BEGIN{printf "%.4f", (a > b) ? a : b}')
+    ri=$(awk -v a="$ideal" -v b="$sr" 'BEGIN{printf "%.2f", a/b}')
+    echo "short range: ${sr}s; 2-core ideal ${ideal}s (decode ${dec}s, inference alone ${still}s): shortrange/ideal ${ri}x"
+    HEADLINES+=("$ending: short range ${sr}s against the 2-core ideal ${ideal}s (${ri}x)")
+  fi
+  graph=$(med "mediapipe.$ending.graph" || true)
+  if [ -n "$graph" ] && [ -n "$sr" ]; then
+    mp=$(med "mediapipe.$ending.secs"); faces=$(med "mediapipe.$ending.faces" || true)
+    rm_=$(awk -v g="$graph" -v s="$sr" 'BEGIN{printf "%.2f", g/s}')
+    echo "mediapipe: graph ${graph}s, whole process ${mp}s, ${faces:-?} faces; shortrange whole process is ${rm_}x faster than MediaPipe's graph time (goal >= $GOAL_MEDIAPIPE: $(verdict "$rm_" $GOAL_MEDIAPIPE))"
+    HEADLINES+=("$ending: short range ${sr}s whole process vs MediaPipe graph ${graph}s (${rm_}x), MediaPipe whole process ${mp}s")
+  fi
   [ -f "$TMP/summary.$ending.line" ] && echo "summary (extra run without -q): $(cat "$TMP/summary.$ending.line")"
   [ -f "$TMP/centerface.summary.$ending.line" ] && echo "centerface summary (extra run without -q): $(cat "$TMP/centerface.summary.$ending.line")"
   HEADLINES+=("$ending: streamlens ${FPS[streamlens]:-failed} fps, floor ${FPS[floor]:-failed} fps (${rf}x), python ${FPS[python]:-failed} fps (${rp}x), haar ${FPS[haar]:-failed} fps (${rh}x)")
@@ -225,6 +269,7 @@ for ending in "${ENDINGS[@]}"; do
     result_list "$ending.$variant.rss_kb" "$TMP/$variant.$ending.rss"
     result_list "$ending.$variant.ms" "$TMP/$variant.$ending.ms"
   done
+  result_list "$ending.mediapipe.graph" "$TMP/mediapipe.$ending.graph"
   if [ -f "$TMP/summary.$ending.line" ]; then result "$ending.streamlens.summary" "$(cat "$TMP/summary.$ending.line")"; fi
   if [ -f "$TMP/centerface.summary.$ending.line" ]; then result "$ending.centerface.summary" "$(cat "$TMP/centerface.summary.$ending.line")"; fi
 done
