@@ -123,7 +123,12 @@ class Report:
         for pattern in ("smpte", "black"):
             g, s = med(d.get(f"{pattern}.gst_launch.secs")), med(d.get(f"{pattern}.streamlens.secs"))
             r = ratio(s, g)
-            added = (s - g) / frames * 1e6 if s is not None and g is not None and frames else None
+            # Start-up taken out when the 1-frame runs are there (bench/bridge.sh since issue 34).
+            s1, g1 = med(d.get(f"{pattern}.streamlens.one_frame_secs")), med(d.get(f"{pattern}.gst_launch.one_frame_secs"))
+            if s1 is not None and g1 is not None and s is not None and g is not None and frames and frames > 1:
+                added = ((s - s1) - (g - g1)) / (frames - 1) * 1e6
+            else:
+                added = (s - g) / frames * 1e6 if s is not None and g is not None and frames else None
             out.append(f"| {pattern} | {f(g, 3)} | {f(s, 3)} | {f(r, 3, '×')} | {f(added, 1)} | "
                        f"{d.get(f'{pattern}.gst_launch.secs', '')} / {d.get(f'{pattern}.streamlens.secs', '')} |")
             fps_s, fps_g = ratio(frames, s), ratio(frames, g)

@@ -32,13 +32,24 @@
 # ratio is judged at the largest N.
 # Exits 0 when goals are missed (it says so), 1 when a run fails (a process exits non-zero
 # after SIGINT, or a source gives no summary). Writes $BENCH_RESULTS/streams.tsv (bench/lib.sh).
-# Usage: bench/streams.sh path/to/streamlens   (DURATION=20 NS="1 2 4 8" INTERVALS="1 2" FPS_OK=28.5)
+# BASELINE=path/to/another/streamlens adds a third mode, base: serve run by that binary (an
+# earlier commit built in a worktree), interleaved with the others, and the CPU per delivered frame
+# of serve against it at every N. MODES="serve" (default "serve procs") leaves the processes out.
+# Usage: bench/streams.sh path/to/streamlens   (DURATION=20 NS="1 2 4 8" INTERVALS="1 2" FPS_OK=28.5
+#        MODES="serve procs" BASELINE=)
 set -euo pipefail
 BIN=${1:?usage: bench/streams.sh path/to/streamlens}
 DURATION=${DURATION:-20}
 NS=${NS:-1 2 4 8}
 INTERVALS=${INTERVALS:-1 2}
 FPS_OK=${FPS_OK:-28.5}
+MODES=${MODES:-serve procs}
+BASELINE=${BASELINE:-}
+if [ -n "$BASELINE" ]; then
+  [ -x "$BASELINE" ] || { echo "bench-streams: BASELINE=$BASELINE is not an executable" >&2; exit 1; }
+  BASELINE=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
+  MODES="$MODES base"
+fi
 GOAL_FPS=1.5 GOAL_RSS=0.5
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -123,10 +134,11 @@ measure() {
   local tpids=() cpids=()
   mkdir -p "$d"
   local tpl=$TMP/stream-i$iv.pipeline
-  if [ "$mode" = serve ]; then
-    local args=()
+  if [ "$mode" != procs ]; then
+    local args=() bin=$BIN
+    [ "$mode" = base ] && bin=$BASELINE
     for ((k = 1; k <= n; k++)); do args+=("s$k=$URI"); done
-    /usr/bin/time -f '%e %U %S %M' -o "$d/time.1" "$BIN" serve -v "$tpl" "${args[@]}" >"$d/serve.out" 2>"$d/serve.err" &
+    /usr/bin/time -f '%e %U %S %M' -o "$d/time.1" "$bin" serve -v "$tpl" "${args[@]}" >"$d/serve.out" 2>"$d/serve.err" &
     tpids+=($!)
   else
     for ((k = 1; k <= n; k++)); do
@@ -159,7 +171,7 @@ measure() {
     fi
     rc=0; wait "$tp" || rc=$?
     echo "$rc" >"$d/rc.$k"
-    [ "$rc" = 0 ] || fail_note "$mode interval=$iv N=$n: process $k exited $rc after SIGINT: $(grep -v 'x-raw' "$d/$([ "$mode" = serve ] && echo serve || echo "s$k").err" | tail -n 3 | tr '\n' ' ')"
+    [ "$rc" = 0 ] || fail_note "$mode interval=$iv N=$n: process $k exited $rc after SIGINT: $(grep -v 'x-raw' "$d/$([ "$mode" != procs ] && echo serve || echo "s$k").err" | tail -n 3 | tr '\n' ' ')"
   done
   PIDS=()
 }
@@ -193,7 +205,7 @@ figures() {
   local mode=$1 iv=$2 n=$3 d=$TMP/$1-i$2-n$3 k log pre line
   : >"$d/sources"
   for ((k = 1; k <= n; k++)); do
-    if [ "$mode" = serve ]; then log=$d/serve.err; pre="\\[s$k\\] "; else log=$d/s$k.err; pre=""; fi
+    if [ "$mode" != procs ]; then log=$d/serve.err; pre="\\[s$k\\] "; else log=$d/s$k.err; pre=""; fi
     line=$(source_figures "$log" "$pre")
     if [ -z "$line" ]; then
       fail_note "$mode interval=$iv N=$n: source s$k printed no detect summary: $(grep -v 'x-raw' "$log" | grep -E "^${pre}" | tail -n 3 | tr '\n' ' ')"
@@ -219,7 +231,7 @@ figures() {
   result "$key.drops_steady" "$steady"; result "$key.age_p95_worst_ms" "$worst"; result "$key.age_p95_median_ms" "$medp95"
   result "$key.boxes" "$boxes"; result "$key.frames_out" "$outs"; result "$key.rss_peak_mb" "$rss"; result "$key.cpu_s" "$cpu"
   result "$key.keeps_up" "$ok"; result "$key.per_source" "$(awk '{printf "%s/%s/%s ", $1, $2, $4}' "$d/sources")"
-  if [ "$mode" = serve ]; then
+  if [ "$mode" != procs ]; then
     local shared
     shared=$(grep -Eo 'compiled once for [0-9]+ stages' "$d/serve.err" | tail -n 1 || true)
     result "$key.shared" "${shared:-not shared}"
@@ -236,7 +248,7 @@ echo "bench-streams: live 640x360 30 fps face sources, N in {$NS}, intervals {$I
 : >"$TMP/rows"
 for iv in $INTERVALS; do
   for n in $NS; do
-    for mode in serve procs; do
+    for mode in $MODES; do
       echo "bench-streams: interval=$iv N=$n $mode…" >&2
       measure "$mode" "$iv" "$n"
       figures "$mode" "$iv" "$n"
@@ -254,6 +266,25 @@ while read -r mode iv n total min drops steady worst medp95 boxes outs rss cpu o
     "$worst" "$medp95" "$(awk -v b="$boxes" -v o="$outs" 'BEGIN{printf "%.2f", (o > 0) ? b / o : 0}')" "$rss" "$cpu" "$ok"
 done <"$TMP/rows"
 echo
+if [ -n "$BASELINE" ]; then
+  echo "serve against the baseline ($BASELINE), CPU per delivered frame (user + system / frames delivered):"
+  for iv in $INTERVALS; do
+    for n in $NS; do
+      s=$(awk -v i="$iv" -v n="$n" '$1 == "serve" && $2 == i && $3 == n' "$TMP/rows")
+      b=$(awk -v i="$iv" -v n="$n" '$1 == "base" && $2 == i && $3 == n' "$TMP/rows")
+      r=$(awk -v a="$(echo "$s" | awk '{print $13 / ($11 > 0 ? $11 : 1) * 1000}')" -v b="$(echo "$b" | awk '{print $13 / ($11 > 0 ? $11 : 1) * 1000}')" \
+        'BEGIN{printf "%.2f ms vs %.2f ms = %.2f×", a, b, (b > 0) ? a / b : 0}')
+      echo "interval=$iv N=$n: $r (frames $(echo "$s" | awk '{print $11}') vs $(echo "$b" | awk '{print $11}'))"
+      result "i$iv.n$n.cpu_per_frame_vs_baseline" "$r"
+    done
+  done
+  echo
+fi
+if [[ " $MODES " != *" procs "* ]]; then  # no processes: no serve/procs goals
+  [ -f "$TMP/failures" ] && { echo "failures:"; sed 's/^/  /' "$TMP/failures"; result failures "$(tr '\n' '|' <"$TMP/failures")"; }
+  results_close $FAILED
+  exit $FAILED
+fi
 HEADLINES=()
 for iv in $INTERVALS; do
   row() { awk -v m="$1" -v i="$iv" -v n="$2" '$1 == m && $2 == i && $3 == n' "$TMP/rows"; }
