@@ -158,25 +158,25 @@ static gboolean sl_unlock(GstBaseSink *sink) {
     return TRUE;
 }
 
-static gboolean sl_start(GstBaseSink *sink) {
+// Starting (READY→PAUSED): no end-of-stream yet, a TIME segment until one comes. Stopping:
+// the queue emptied (a pull returns at once), the caps forgotten.
+static gboolean sl_set_running(GstBaseSink *sink, gboolean running) {
     SLStageSink *self = (SLStageSink *)sink;
     pthread_mutex_lock(&self->lock);
-    self->started = TRUE;
-    self->eos = FALSE;
-    gst_segment_init(&self->segment, GST_FORMAT_TIME);
+    self->started = running;
+    if (running) {
+        self->eos = FALSE;
+        gst_segment_init(&self->segment, GST_FORMAT_TIME);
+    } else {
+        sl_clear(self);
+        gst_caps_replace(&self->caps, NULL);
+    }
     pthread_mutex_unlock(&self->lock);
     return TRUE;
 }
 
-static gboolean sl_stop(GstBaseSink *sink) {
-    SLStageSink *self = (SLStageSink *)sink;
-    pthread_mutex_lock(&self->lock);
-    self->started = FALSE;
-    sl_clear(self);
-    gst_caps_replace(&self->caps, NULL);
-    pthread_mutex_unlock(&self->lock);
-    return TRUE;
-}
+static gboolean sl_start(GstBaseSink *sink) { return sl_set_running(sink, TRUE); }
+static gboolean sl_stop(GstBaseSink *sink) { return sl_set_running(sink, FALSE); }
 
 static void sl_stage_sink_finalize(GObject *object) {
     SLStageSink *self = (SLStageSink *)object;
