@@ -18,6 +18,7 @@ extension StageWorker {
 
     /// Pushes a frame on or counts it dropped. False when the worker must stop (flushing).
     func deliver(_ outcome: FrameOutcome, pixels: SamplePixels, pts: GstClockTime) -> Bool {
+        if pixels.copiedPixels { statistics.copied() }
         switch outcome {
         case .forward:
             postEvents(of: pixels)
@@ -26,7 +27,6 @@ extension StageWorker {
                 return true
             }
             if downstreamDone { return true }
-            if pixels.copiedPixels { statistics.copied() }
             let flow: GstFlowReturn
             if watchdog != nil {
                 flow = pushRestamped(pixels, into: appsrc)
@@ -56,11 +56,9 @@ extension StageWorker {
                 downstreamDone = true
             }
         case .failed(let reason):
-            if pixels.copiedPixels { statistics.copied() }
             statistics.addDropped(1)
             droppedForErrors(reason)
         case .drop, .pending:
-            if pixels.copiedPixels { statistics.copied() }
             statistics.addDropped(1)
         }
         return true
@@ -69,11 +67,7 @@ extension StageWorker {
     /// Sets the sample's caps on appsrc when they changed; whether its segment differs from the
     /// last one pushed (then remembered).
     private func pushedSegmentChanged(_ sample: OpaquePointer, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> Bool {
-        if let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(caps, pushedCaps) == 0 {
-            gst_app_src_set_caps(appsrc, caps)
-            if let pushedCaps { gst_caps_unref(pushedCaps) }
-            pushedCaps = gst_caps_ref(caps)
-        }
+        setCapsIfChanged(sample, on: appsrc)
         guard let segment: UnsafeMutablePointer<GstSegment> = gst_sample_get_segment(sample) else { return false }
         if pushedSegment == nil {
             var initial = GstSegment()
@@ -83,6 +77,14 @@ extension StageWorker {
         if withUnsafePointer(to: pushedSegment!, { gst_segment_is_equal(segment, $0) != 0 }) { return false }
         pushedSegment = segment.pointee
         return true
+    }
+
+    /// Sets the sample's caps on appsrc when they differ from the last ones set (then remembered).
+    func setCapsIfChanged(_ sample: OpaquePointer, on appsrc: UnsafeMutablePointer<GstAppSrc>) {
+        guard let caps = gst_sample_get_caps(sample), pushedCaps == nil || gst_caps_is_equal(caps, pushedCaps) == 0 else { return }
+        gst_app_src_set_caps(appsrc, caps)
+        if let pushedCaps { gst_caps_unref(pushedCaps) }
+        pushedCaps = gst_caps_ref(caps)
     }
 
     /// Frames a stage dropped (an error on that frame, a frame shorter than its caps), by kind of

@@ -35,11 +35,7 @@ extension StageWorker {
     /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
     /// now, in appsrc's own segment, so the timeline runs on across source restarts.
     func pushRestamped(_ pixels: SamplePixels, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
-        if let caps = gst_sample_get_caps(pixels.sample), pushedCaps == nil || gst_caps_is_equal(pushedCaps, caps) == 0 {
-            gst_app_src_set_caps(appsrc, caps)
-            if let pushedCaps { gst_caps_unref(pushedCaps) }
-            pushedCaps = gst_caps_ref(caps)
-        }
+        setCapsIfChanged(pixels.sample, on: appsrc)
         // The stage's own buffer, handed over: writable without a copy unless another element
         // holds it (then only its metadata is copied, never the pixels).
         guard let buffer = pixels.takeBuffer() else { return GST_FLOW_ERROR }

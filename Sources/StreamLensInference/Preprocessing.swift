@@ -57,6 +57,8 @@ public final class SwiftPreprocessor: Preprocessor {
     private let columns: [(Int, Int, Float, Float)]
     /// The source channel each output channel reads (colour order).
     private let channelMap: [Int]
+    /// A border row reads as zeros: a row of them as wide as the frame's rows.
+    private let zeros: [UInt8]
 
     public init(_ steps: Preprocessing, shape: [Int]) throws {
         try steps.frame.checkFeedable()
@@ -105,6 +107,7 @@ public final class SwiftPreprocessor: Preprocessor {
         }
         let wantedOrder: [Character] = channels == 1 ? ["G"] : (input.colorOrder == "BGR" ? ["B", "G", "R"] : ["R", "G", "B"])
         channelMap = wantedOrder.map { c in order.firstIndex(of: c) ?? 0 }
+        zeros = [UInt8](repeating: 0, count: frame.stride)
     }
 
     /// Values in the tensor.
@@ -129,8 +132,6 @@ public final class SwiftPreprocessor: Preprocessor {
         let nchw = input.layout == "NCHW"
         let (mean, inverseScale) = (input.mean, 1 / input.scale)
         let width = input.width, plane = input.width * input.height
-        // A border row reads as zeros: a row of them as wide as the frame's rows.
-        let zeros = [UInt8](repeating: 0, count: frame.stride)
         zeros.withUnsafeBufferPointer { zero in
             columns.withUnsafeBufferPointer { columns in
                 for (oy, row) in rows.enumerated() {
