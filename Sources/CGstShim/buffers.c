@@ -23,7 +23,7 @@ GstBuffer *sl_buffer_make_writable(GstBuffer *buffer) { return gst_buffer_make_w
 gboolean sl_buffer_pixels_shared(GstBuffer *buffer) { return !gst_buffer_is_all_memory_writable(buffer); }
 
 // ThreadSanitizer sees our threads and our reads and writes of buffers, but not GLib's locks
-// (futexes in uninstrumented code) that order a push into appsrc before the pull from the next
+// (futexes in uninstrumented code) that order a push out of a stage before the pull from the next
 // stage's input: without these it reports every restamped buffer as a race.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)

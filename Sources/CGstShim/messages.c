@@ -10,6 +10,10 @@ void sl_stage_post_error(GstElement *stage, const char *message, const char *deb
     g_error_free(error);
 }
 
+void sl_stage_post_flow_error(GstElement *stage, GstFlowReturn flow) {
+    GST_ELEMENT_FLOW_ERROR(stage, flow);
+}
+
 void sl_stage_post_warning(GstElement *stage, const char *message) {
     GError *error = g_error_new_literal(GST_CORE_ERROR, GST_CORE_ERROR_FAILED, message);
     gst_element_post_message(stage, gst_message_new_warning(GST_OBJECT(stage), error, NULL));

@@ -9,7 +9,7 @@
 
 typedef struct {
     GstBin parent;
-    GstElement *sink, *appsrc; // the stage's input (stage_sink.c) and output
+    GstElement *sink, *src;   // the stage's input (stage_sink.c) and output (stage_src.c; NULL for a sink stage)
     GstPad *sinkpad, *srcpad; // ghost pads
     pthread_mutex_t lock;              // guards values, context
     GValue *values;
@@ -21,8 +21,6 @@ typedef struct {
     gint downstream_flow;     // atomic: GST_FLOW_OK, or what downstream returned (EOS…)
     guint64 refused;          // atomic: buffers refused with downstream_flow (downstream ended first) or after input_closed
     gint input_closed;        // atomic: the stage takes no more input (its end was asked for); what came is still processed
-    GList *pending_tags;      // guarded by lock
-    gboolean has_pending_tags; // atomic
     gint end_requested;       // atomic: an EOS was sent to the stage from outside (Ctrl-C)
     guint reading_set;        // 1 + the index of a reading (read-only property) someone tried to set; 0 none
 } SLStage;
@@ -34,6 +32,12 @@ G_GNUC_INTERNAL gboolean sl_stage_has_stage_upstream(GstElement *stage);
 // queue's bounds (max_buffers frames; drop: the oldest goes instead of upstream waiting).
 G_GNUC_INTERNAL GstElement *sl_stage_sink_new(GstCaps *accepted, guint max_buffers);
 G_GNUC_INTERNAL void sl_stage_sink_configure(GstElement *sink, guint max_buffers, gboolean drop);
+// stage_element.c: tells Swift a frame was queued at the stage's input (SLStageCallbacks.frame_arrived).
+G_GNUC_INTERNAL GstFlowReturn sl_stage_frame_arrived(GstElement *stage);
+// stage_src.c: the stage's output element (named "stage_src"), and a serialized event (tags) it
+// sends before the next buffer.
+G_GNUC_INTERNAL GstElement *sl_stage_src_new(void);
+G_GNUC_INTERNAL void sl_stage_src_queue_event(GstElement *src, GstEvent *event);
 
 // stage_pads.c, installed on each stage's pads by sl_instance_init. Internal: not exported from
 // libgststreamlens.so.
@@ -41,8 +45,6 @@ G_GNUC_INTERNAL void sl_stage_sink_configure(GstElement *sink, guint max_buffers
 G_GNUC_INTERNAL gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query);
 // The sink pad's query function of a pass-through stage (CAPS).
 G_GNUC_INTERNAL gboolean sl_sink_query(GstPad *pad, GstObject *parent, GstQuery *query);
-// Probes: buffers reaching the stage's input (data: the SLStage), end-of-stream leaving the
-// inner appsrc, tags reaching the stage's input.
+// Probes: buffers reaching the stage's input (data: the SLStage), tags reaching it.
 G_GNUC_INTERNAL GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data);
-G_GNUC_INTERNAL GstPadProbeReturn sl_watch_src_eos(GstPad *pad, GstPadProbeInfo *info, gpointer data);
 G_GNUC_INTERNAL GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpointer data);

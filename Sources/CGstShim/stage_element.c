@@ -13,13 +13,17 @@ typedef struct {
     SLStageClassData *data;
 } SLStageClass;
 
-#define SL_LOSSLESS_QUEUE 4 // buffers held by the stage's input queue and its appsrc in lossless mode
+#define SL_LOSSLESS_QUEUE 4 // frames the stage's input queue holds in lossless mode (its worker's, in-line: one)
 
 static SLStageCallbacks sl_callbacks;
 static GstElementClass *sl_bin_class;    // every stage type derives from GstBin directly
 static GQuark sl_stage_quark;
 
 void sl_stage_set_callbacks(SLStageCallbacks callbacks) { sl_callbacks = callbacks; }
+
+GstFlowReturn sl_stage_frame_arrived(GstElement *stage) {
+    return sl_callbacks.frame_arrived ? sl_callbacks.frame_arrived(stage) : GST_FLOW_OK;
+}
 
 gboolean sl_is_stage(GstElement *element) {
     return element && sl_stage_quark && g_type_get_qdata(G_OBJECT_TYPE(element), sl_stage_quark) != NULL;
@@ -54,7 +58,6 @@ static void sl_get_property(GObject *object, guint id, GValue *value, GParamSpec
 static void sl_finalize(GObject *object) {
     SLStage *self = (SLStage *)object;
     if (self->context && self->release) self->release(self->context);
-    g_list_free_full(self->pending_tags, (GDestroyNotify)gst_event_unref);
     for (guint i = 0; i < self->n_values; i++) g_value_unset(&self->values[i]);
     g_free(self->values);
     pthread_mutex_destroy(&self->lock);
@@ -62,16 +65,7 @@ static void sl_finalize(GObject *object) {
 }
 
 static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange transition) {
-    // The inner appsrc is live: in PAUSED it pushes nothing. A bin takes its sinks to PLAYING
-    // first, so the stage's input would get there before it — and a sink's change waits for the
-    // preroll lock, which upstream's streaming thread holds while it waits for room in the full
-    // input queue; the worker that would make room waits for room in the appsrc, which waits
-    // for PLAYING: a deadlock when frames came fast enough in PAUSED to fill both queues (a
-    // file source under a busy core). The appsrc goes first; downstream of the stage is
-    // PLAYING already.
     SLStage *self = (SLStage *)element;
-    if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->appsrc)
-        gst_element_set_state(self->appsrc, GST_STATE_PLAYING);
     GstStateChangeReturn ret = sl_bin_class->change_state(element, transition);
     if (ret == GST_STATE_CHANGE_FAILURE) return ret;
     switch (transition) {
@@ -93,6 +87,13 @@ static GstStateChangeReturn sl_change_state(GstElement *element, GstStateChange 
     default:
         break;
     }
+    // A stage with an output is a live source to the pipeline (as its appsrc, is-live, was): in
+    // PAUSED the pipeline does not wait for a frame to come through it (its input does not
+    // preroll either, stage_sink.c), so a stage that takes its time on its first frame (a model
+    // compiling) does not hold the pipeline's way to PLAYING.
+    if (self->src && ret == GST_STATE_CHANGE_SUCCESS &&
+        (transition == GST_STATE_CHANGE_READY_TO_PAUSED || transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED))
+        return GST_STATE_CHANGE_NO_PREROLL;
     return ret;
 }
 
@@ -115,10 +116,8 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
 
     // The pair is unlinked; the Swift worker carries frames across. The input is the project's
     // own sink (stage_sink.c: no reference kept to a frame once pulled, no clock sync, no
-    // preroll wait). appsrc: time format (bytes is the default and silently breaks muxers),
-    // live, blocking, no byte limit. Four buffers on each side in lossless mode: with two, each
-    // frame costs two thread wake-ups in lock-step; four lets the threads run in bursts
-    // (bench-bridge: ~28 -> ~19 us added per 720p frame) for ~22 MB more at 720p RGB.
+    // preroll wait), the output the project's own element (stage_src.c: frames pushed by the
+    // thread that processed them, no queue, no thread of its own).
     self->sink = sl_stage_sink_new(data->sink_caps, SL_LOSSLESS_QUEUE);
     gst_bin_add(GST_BIN(self), self->sink);
     GstPad *sinkpad = gst_element_get_static_pad(self->sink, "sink");
@@ -131,25 +130,25 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     // A sink stage ends the pipeline: the frames go wherever its worker sends them.
     if (data->info.is_sink) return;
 
-    self->appsrc = gst_element_factory_make("appsrc", "stage_src");
-    g_object_set(self->appsrc, "format", GST_FORMAT_TIME, "is-live", TRUE, "block", TRUE, "max-bytes", (guint64)0,
-                 "max-buffers", (guint64)SL_LOSSLESS_QUEUE, "handle-segment-change", TRUE, NULL);
-    gst_bin_add(GST_BIN(self), self->appsrc);
-    GstPad *srcpad = gst_element_get_static_pad(self->appsrc, "src");
+    self->src = sl_stage_src_new();
+    gst_bin_add(GST_BIN(self), self->src);
+    GstPad *srcpad = gst_element_get_static_pad(self->src, "src");
     self->srcpad = gst_ghost_pad_new_from_template("src", srcpad, gst_element_class_get_pad_template(klass, "src"));
+    gst_object_unref(srcpad);
     sinkpad = gst_element_get_static_pad(self->sink, "sink");
     gst_pad_add_probe(sinkpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_forward_tags, self, NULL);
     gst_object_unref(sinkpad);
-    gst_pad_add_probe(srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, sl_watch_src_eos, self, NULL);
-    gst_object_unref(srcpad);
+    // A stage with an output is one of the pipeline's sources, as it was with appsrc inside: an
+    // end-of-stream sent to the pipeline (Ctrl-C) reaches it (sl_send_event).
+    GST_OBJECT_FLAG_SET(self, GST_ELEMENT_FLAG_SOURCE);
     gst_pad_set_query_function(self->srcpad, sl_src_query);
     gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 }
 
 // An EOS sent to the pipeline (Ctrl-C, a window closed) reaches every element flagged as a
-// source — and a bin holding an appsrc is flagged so. Let through, it made the inner appsrc end
-// the stream at once, before the frames the worker still held (waiting for their inference)
-// were pushed: the last frames of a lossless run were lost. Instead the first stage of a chain
+// source — and a stage with an output is flagged so (sl_instance_init). Let through to its
+// output, it would end the stream at once, before the frames the worker still held (waiting for
+// their inference) were pushed: the last frames of a lossless run would be lost. Instead the first stage of a chain
 // asks its worker to end: it delivers what it holds, ends its output, and refuses more input
 // with EOS (upstream then stops, as for a sink that wanted N frames). A stage behind another
 // stage ignores it: the EOS reaches it in the stream, behind the frames.
@@ -244,10 +243,7 @@ gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin) {
     return gst_element_register(plugin, info->name, GST_RANK_NONE, type);
 }
 
-GstAppSrc *sl_stage_appsrc(GstElement *stage) {
-    SLStage *self = (SLStage *)stage;
-    return self->appsrc ? GST_APP_SRC(self->appsrc) : NULL;
-}
+gboolean sl_stage_has_output(GstElement *stage) { return ((SLStage *)stage)->src != NULL; }
 
 void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release) {
     SLStage *self = (SLStage *)stage;
@@ -290,16 +286,13 @@ void sl_stage_publish_string(GstElement *stage, guint index, const char *value) 
 
 gboolean sl_stage_internals_intact(GstElement *stage) {
     SLStage *self = (SLStage *)stage;
-    gboolean live = FALSE, block = FALSE, async = TRUE, sync = TRUE;
-    GstFormat format = GST_FORMAT_UNDEFINED;
+    gboolean async = TRUE, sync = TRUE;
     g_object_get(self->sink, "async", &async, "sync", &sync, NULL);
-    if (!self->appsrc) return !async && !sync;
-    g_object_get(self->appsrc, "is-live", &live, "block", &block, "format", &format, NULL);
-    return live && block && format == GST_FORMAT_TIME && !async && !sync;
+    return !async && !sync;
 }
 
-void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting_up) {
+void sl_stage_configure_queue(GstElement *stage, gboolean live, guint setup_frames) {
     SLStage *self = (SLStage *)stage;
-    guint max = !live ? SL_LOSSLESS_QUEUE : setting_up ? SL_SETUP_QUEUE : 1;
+    guint max = setup_frames ? MIN(setup_frames, SL_SETUP_QUEUE) : !live ? SL_LOSSLESS_QUEUE : 1;
     sl_stage_sink_configure(self->sink, max, live);
 }

@@ -6,7 +6,7 @@
 // ---- latency -----------------------------------------------------------------------------
 
 // LATENCY on the src pad: upstream's latency (and liveness) plus this stage's own. The inner
-// appsrc would otherwise answer for the whole upstream with only its own figure.
+// output would otherwise answer for the whole upstream with nothing.
 gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
     SLStage *self = (SLStage *)parent;
     if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
@@ -21,9 +21,7 @@ gboolean sl_src_query(GstPad *pad, GstObject *parent, GstQuery *query) {
             return TRUE;
         }
         // Upstream cannot answer yet (decodebin's or rtspsrc's pads not linked): fail, as any
-        // element with an unlinked sink pad does. The default would ask the inner appsrc, whose
-        // is-live=TRUE (it must not preroll) would tell a compositor or muxer downstream that a
-        // file pipeline is live: it would then drop and repeat frames against the clock.
+        // element with an unlinked sink pad does.
         return FALSE;
     }
     return gst_pad_query_default(pad, parent, query);
@@ -88,21 +86,6 @@ GstPadProbeReturn sl_count_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer d
     return GST_PAD_PROBE_OK;
 }
 
-// End-of-stream leaving the stage's appsrc (downstream answered EOS or failed, and the appsrc's
-// task sent EOS and stopped; or its segment ended): nothing pushed from now on goes anywhere.
-// Refuse further input with EOS and let a worker blocked on a full appsrc go on (an unbounded
-// queue wakes it; it pushes nothing more).
-GstPadProbeReturn sl_watch_src_eos(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
-    (void)pad;
-    SLStage *self = data;
-    if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS) {
-        gint ok = GST_FLOW_OK;
-        __atomic_compare_exchange_n(&self->downstream_flow, &ok, (gint)GST_FLOW_EOS, FALSE, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-        gst_app_src_set_max_buffers(GST_APP_SRC(self->appsrc), 0);
-    }
-    return GST_PAD_PROBE_OK;
-}
-
 GstFlowReturn sl_stage_downstream_flow(GstElement *stage) {
     return (GstFlowReturn)__atomic_load_n(&((SLStage *)stage)->downstream_flow, __ATOMIC_RELAXED);
 }
@@ -121,37 +104,12 @@ guint64 sl_stage_buffers_refused(GstElement *stage) {
 
 // ---- tags --------------------------------------------------------------------------------
 
-// Tags (title, orientation, …) stop at the stage's input; hand each one to the appsrc, which sends
-// it downstream in order with its buffers, so a muxer still sees them. Before the appsrc has
-// caps (tags usually precede the first buffer) they wait for sl_stage_flush_tags, or the
-// appsrc would send a segment ahead of the caps.
+// Tags (title, orientation, …) stop at the stage's input; each is handed to its output, which
+// sends it before the next frame, so a muxer still sees them.
 GstPadProbeReturn sl_forward_tags(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
     SLStage *self = data;
     GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
-    if (GST_EVENT_TYPE(event) != GST_EVENT_TAG) return GST_PAD_PROBE_OK;
-    GstCaps *caps = gst_app_src_get_caps(GST_APP_SRC(self->appsrc));
-    if (caps) {
-        gst_caps_unref(caps);
-        gst_element_send_event(self->appsrc, gst_event_ref(event));
-    } else {
-        pthread_mutex_lock(&self->lock);
-        self->pending_tags = g_list_append(self->pending_tags, gst_event_ref(event));
-        __atomic_store_n(&self->has_pending_tags, TRUE, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&self->lock);
-    }
+    if (GST_EVENT_TYPE(event) == GST_EVENT_TAG && self->src) sl_stage_src_queue_event(self->src, gst_event_ref(event));
     return GST_PAD_PROBE_OK;
-}
-
-void sl_stage_flush_tags(GstElement *stage) {
-    SLStage *self = (SLStage *)stage;
-    if (!self->appsrc) return;
-    if (!__atomic_load_n(&self->has_pending_tags, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&self->lock);
-    GList *events = self->pending_tags;
-    self->pending_tags = NULL;
-    __atomic_store_n(&self->has_pending_tags, FALSE, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&self->lock);
-    for (GList *l = events; l; l = l->next) gst_element_send_event(self->appsrc, l->data);
-    g_list_free(events);
 }

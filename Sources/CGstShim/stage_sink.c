@@ -17,12 +17,14 @@ typedef struct {
     GstBaseSink parent;
     pthread_mutex_t lock;
     pthread_cond_t changed;   // an item came, room was made, or the sink was unlocked or stopped
+    pthread_cond_t ended;     // end-of-stream came, or the sink stopped (sl_stage_wait_input_end)
     GQueue items;             // GstBuffer, GstCaps or a SEGMENT GstEvent, in stream order
     guint buffers;            // GstBuffers among the items
     guint max_buffers;
     gboolean drop;            // full: drop the oldest frame (live) instead of making upstream wait
     gboolean started;
     gboolean eos;             // end-of-stream received: pulls end once the queue is empty
+    gboolean in_line;         // frames taken on the upstream streaming thread (sl_stage_set_in_line)
     GstCaps *accepted;        // what the stage takes (its template caps)
     GstCaps *caps;            // the caps and segment of the next frame pulled (items applied as pulled)
     GstSegment segment;
@@ -81,8 +83,9 @@ static void sl_push_item(SLStageSink *self, GstMiniObject *item) {
 // The sink pad's chain function, in place of GstBaseSink's: the buffer is taken (its reference
 // is the queue's, none stays with the element), so the worker's pulled frame is nobody else's.
 // GstBaseSink's render path would unref its own reference only after render returned, while the
-// worker may already have pulled the frame. No clock sync and no preroll: the stage's appsrc is
-// live, and the pipeline's state changes do not wait for the stage (as appsink's async=false).
+// worker may already have pulled the frame. No clock sync and no preroll here: the stage is
+// live, and the pipeline's state changes do not wait for the stage (as appsink's async=false):
+// the stage's output sends its frames on, where downstream prerolls.
 static GstFlowReturn sl_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
     SLStageSink *self = (SLStageSink *)parent;
     pthread_mutex_lock(&self->lock);
@@ -102,14 +105,20 @@ static GstFlowReturn sl_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer)
         }
         pthread_cond_wait(&self->changed, &self->lock);
     }
+    gboolean in_line = self->in_line;
     if (flow == GST_FLOW_OK) {
         g_queue_push_tail(&self->items, buffer);
         self->buffers++;
-        pthread_cond_broadcast(&self->changed);
+        if (!in_line) pthread_cond_broadcast(&self->changed);
     }
     pthread_mutex_unlock(&self->lock);
-    if (flow != GST_FLOW_OK) gst_buffer_unref(buffer);
-    return flow;
+    if (flow != GST_FLOW_OK) {
+        gst_buffer_unref(buffer);
+        return flow;
+    }
+    // A stage running in-line takes the frame now, on this thread (sl_stage_take).
+    GstElement *stage = GST_ELEMENT_PARENT(self);
+    return in_line && stage ? sl_stage_frame_arrived(stage) : GST_FLOW_OK;
 }
 
 static gboolean sl_set_caps(GstBaseSink *sink, GstCaps *caps) {
@@ -133,6 +142,7 @@ static gboolean sl_event(GstBaseSink *sink, GstEvent *event) {
         pthread_mutex_lock(&self->lock);
         self->eos = TRUE;
         pthread_cond_broadcast(&self->changed);
+        pthread_cond_broadcast(&self->ended);
         pthread_mutex_unlock(&self->lock);
         break;
     case GST_EVENT_FLUSH_START:
@@ -169,7 +179,9 @@ static gboolean sl_set_running(GstBaseSink *sink, gboolean running) {
         gst_segment_init(&self->segment, GST_FORMAT_TIME);
     } else {
         sl_clear(self);
+        self->in_line = FALSE;
         gst_caps_replace(&self->caps, NULL);
+        pthread_cond_broadcast(&self->ended);
     }
     pthread_mutex_unlock(&self->lock);
     return TRUE;
@@ -184,6 +196,7 @@ static void sl_stage_sink_finalize(GObject *object) {
     gst_caps_replace(&self->caps, NULL);
     gst_caps_replace(&self->accepted, NULL);
     pthread_cond_destroy(&self->changed);
+    pthread_cond_destroy(&self->ended);
     pthread_mutex_destroy(&self->lock);
     G_OBJECT_CLASS(sl_stage_sink_parent_class)->finalize(object);
 }
@@ -209,12 +222,13 @@ static void sl_stage_sink_init(SLStageSink *self) {
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&self->changed, &attr);
+    pthread_cond_init(&self->ended, &attr);
     pthread_condattr_destroy(&attr);
     g_queue_init(&self->items);
     self->max_buffers = 1;
     gst_segment_init(&self->segment, GST_FORMAT_TIME);
     // No clock sync (real sinks downstream sync), no QoS, no preroll wait for the pipeline's
-    // state changes (the stage's appsrc is live), no last-sample reference.
+    // state changes (the sinks downstream preroll), no last-sample reference.
     gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
     gst_base_sink_set_async_enabled(GST_BASE_SINK(self), FALSE);
     gst_base_sink_set_qos_enabled(GST_BASE_SINK(self), FALSE);
@@ -240,13 +254,19 @@ void sl_stage_sink_configure(GstElement *sink, guint max_buffers, gboolean drop)
     pthread_mutex_unlock(&self->lock);
 }
 
-GstSample *sl_stage_pull(GstElement *stage, GstClockTime timeout) {
-    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+// `timeout` from now on the monotonic clock (the conditions' clock).
+static struct timespec sl_deadline(GstClockTime timeout) {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     guint64 ns = (guint64)deadline.tv_nsec + (timeout % GST_SECOND);
     deadline.tv_sec += (time_t)(timeout / GST_SECOND + ns / GST_SECOND);
     deadline.tv_nsec = (long)(ns % GST_SECOND);
+    return deadline;
+}
+
+GstSample *sl_stage_pull(GstElement *stage, GstClockTime timeout) {
+    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+    struct timespec deadline = sl_deadline(timeout);
     pthread_mutex_lock(&self->lock);
     GstSample *sample = NULL;
     while (self->started) {
@@ -271,6 +291,38 @@ gboolean sl_stage_input_ended(GstElement *stage) {
     SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
     pthread_mutex_lock(&self->lock);
     gboolean ended = self->eos && self->buffers == 0;
+    pthread_mutex_unlock(&self->lock);
+    return ended;
+}
+
+GstSample *sl_stage_take(GstElement *stage) {
+    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+    pthread_mutex_lock(&self->lock);
+    GstSample *sample = NULL;
+    GstBuffer *buffer = self->started ? sl_take_oldest(self) : NULL;
+    if (buffer) {
+        sample = gst_sample_new(buffer, self->caps, &self->segment, NULL);
+        gst_buffer_unref(buffer);
+    }
+    pthread_mutex_unlock(&self->lock);
+    return sample;
+}
+
+void sl_stage_set_in_line(GstElement *stage) {
+    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+    pthread_mutex_lock(&self->lock);
+    self->in_line = TRUE;
+    pthread_mutex_unlock(&self->lock);
+}
+
+gboolean sl_stage_wait_input_end(GstElement *stage, GstClockTime timeout) {
+    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+    struct timespec deadline = sl_deadline(timeout);
+    pthread_mutex_lock(&self->lock);
+    while (self->started && !self->eos) {
+        if (pthread_cond_timedwait(&self->ended, &self->lock, &deadline) != 0) break;
+    }
+    gboolean ended = self->eos;
     pthread_mutex_unlock(&self->lock);
     return ended;
 }

@@ -91,7 +91,7 @@ extension Pipeline {
     ]
 
     /// The element a message comes from, named as the user wrote it: a stage's inner
-    /// input and appsrc report as the stage.
+    /// input and output report as the stage.
     func sourceName(_ message: UnsafeMutablePointer<GstMessage>) -> String {
         guard let src = message.pointee.src else { return "pipeline" }
         var object: UnsafeMutablePointer<GstObject>? = src

@@ -38,9 +38,8 @@ extension Pipeline {
         }
     }
 
-    /// A stage's appsrc may send end-of-stream itself when its last frame reaches the segment's
-    /// end, so the pipeline's EOS can overtake the stages' own reports by a moment: wait for
-    /// them (each worker posts its report as soon as it sees EOS), at most two seconds.
+    /// The pipeline's EOS can overtake the stages' own reports by a moment (a stage's report is
+    /// posted by its worker as it ends its output): wait for them, at most two seconds.
     private func drainStageReports(_ bus: UnsafeMutablePointer<GstBus>, expected: Int, options: Options) {
         let deadline = Date().addingTimeInterval(2)
         while stageReports.filter({ $0.kind == "stats" }).count < expected, Date() < deadline {

@@ -87,7 +87,7 @@ final class PipelineCommands: @unchecked Sendable {
 
     /// The element a command names (a new reference), or the only StreamLens stage. Without
     /// --control-elements only stages are reached; a stage's inner parts (its bridge's input
-    /// and appsrc) never.
+    /// and output) never.
     private func target(_ name: String?) throws -> UnsafeMutablePointer<GstElement> {
         let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
         if let name {

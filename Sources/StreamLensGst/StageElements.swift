@@ -12,7 +12,7 @@ enum StageElements {
     static let registry = Mutex<[any Stage.Type]>([])
 
     static func register(_ types: [any Stage.Type], plugin: OpaquePointer? = nil) throws {
-        let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged)
+        let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged, frame_arrived: frameArrived)
         sl_stage_set_callbacks(callbacks)
         for type in types {
             let id: UInt32 = registry.withLock { list in
@@ -124,6 +124,11 @@ private func stopStage(_ element: UnsafeMutablePointer<GstElement>?) {
     guard let element, let worker = StageElements.worker(of: element) else { return }
     worker.stop()
     sl_stage_set_context(element, nil, nil) // releases the worker
+}
+
+private func frameArrived(_ element: UnsafeMutablePointer<GstElement>?) -> GstFlowReturn {
+    guard let element, let worker = StageElements.worker(of: element) else { return GST_FLOW_OK }
+    return worker.takeInline()
 }
 
 private func propertyChanged(_ element: UnsafeMutablePointer<GstElement>?, _ index: guint) {

@@ -28,7 +28,7 @@ extension StageWorker {
         let own = stage.summary.map { ", \($0)" } ?? ""
         let errors = droppedCount.load(ordering: .relaxed)
         let lost = errors > 0 ? ", \(errors) of them for errors" : ""
-        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(live ? "live" : "lossless"))")
+        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(live ? "live" : inLine ? "lossless, in-line" : "lossless"))")
     }
 
     /// The same figures while running, every `reportInterval` (printed with -v).

@@ -32,16 +32,14 @@ extension StageWorker {
         return pipelineEnding ? .proceed : .stop
     }
 
-    /// A watchdog's output: the buffer (no pixel copy) stamped with the pipeline's running time
-    /// now, in appsrc's own segment, so the timeline runs on across source restarts.
-    func pushRestamped(_ pixels: SamplePixels, into appsrc: UnsafeMutablePointer<GstAppSrc>) -> GstFlowReturn {
-        setCapsIfChanged(pixels.sample, on: appsrc)
-        // The stage's own buffer, handed over: writable without a copy unless another element
-        // holds it (then only its metadata is copied, never the pixels).
-        guard let buffer = pixels.takeBuffer() else { return GST_FLOW_ERROR }
+    /// A watchdog's frame, handed over (no pixel copy) and stamped with the pipeline's running
+    /// time now.
+    func restamped(_ pixels: SamplePixels) -> UnsafeMutablePointer<GstBuffer>? {
+        guard let buffer = pixels.takeBuffer() else { return nil }
+        // Writable without a copy unless another element holds it (then only its metadata is
+        // copied, never the pixels).
         let own = sl_buffer_make_writable(buffer)!
         sl_buffer_set_pts(own, sl_element_running_time_now(element))
-        sl_handoff_release(own)
-        return gst_app_src_push_buffer(appsrc, own)
+        return own
     }
 }

@@ -5,7 +5,9 @@ import StreamLensCore
 import Synchronization
 
 /// The bridge for one stage element: a thread that pulls frames from the stage's input,
-/// hands each frame to the stage, and pushes the result into the inner appsrc.
+/// hands each frame to the stage, and pushes the result out of the stage's output — or lets the
+/// upstream streaming thread do so in-line (`takeInline`), for a lossless stage whose work on a
+/// frame is shorter than a hand-over to another thread (`considerInLine`).
 ///
 /// Modes (`mode` property): lossless keeps the input queue at four buffers without dropping, so a slow
 /// stage holds upstream back and every frame is processed; live keeps one buffer and drops
@@ -18,19 +20,29 @@ import Synchronization
 /// +Watchdog (restarts of the source part); SamplePixels is the frame the stage sees.
 ///
 /// @unchecked Sendable: `stage`, `format`, `statistics` and the other `var`s below are used only
-/// by the worker thread once `start()` has run (before that only by the starting thread);
+/// with `processing` held once `start()` has run (by the worker, or in-line by the upstream
+/// streaming thread; before that only by the starting thread);
 /// `pendingSettings` and `stopping` are Mutex/Atomic; the element pointer is a counted
 /// reference held until deinit.
 final class StageWorker: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
-    /// nil for a sink stage: the frames end with the stage.
-    let appsrc: UnsafeMutablePointer<GstAppSrc>?
+    /// False for a sink stage: the frames end with the stage.
+    let hasOutput: Bool
     let stage: any Stage
     let descriptor: StageDescriptor
     let requestedMode: BridgeSettings.Mode
     let name: String
 
     private let pendingSettings = Mutex<StageSettings?>(nil)
+    /// Held while the stage is called: by the worker, or by the upstream streaming thread for a
+    /// stage running in-line (`takeInline`): one caller at a time, as `Stage` promises.
+    private let processing = NSLock()
+    /// Frames are processed on the upstream streaming thread (`takeInline`), not the worker's.
+    private let inline = Atomic<Bool>(false)
+    var inLine: Bool { inline.load(ordering: .relaxed) }
+    /// The first frame is yet to come (the mode is decided on it); set-up of a live stage's backlog.
+    private var first = true
+    private var settingUpLive = false
     let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private var thread: Thread?
@@ -48,7 +60,7 @@ final class StageWorker: @unchecked Sendable {
     init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
         self.element = element
         gst_object_ref(element)
-        self.appsrc = sl_stage_appsrc(element)
+        self.hasOutput = sl_stage_has_output(element) != 0
         self.stage = stage
         self.descriptor = descriptor
         self.requestedMode = BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
@@ -65,7 +77,6 @@ final class StageWorker: @unchecked Sendable {
         MetricsRegistry.shared.remove(source: metricsSource)
         StageFigures.remove(key: metricsSource)
         if let lastCaps { gst_caps_unref(lastCaps) }
-        if let pushedCaps { gst_caps_unref(pushedCaps) }
         gst_object_unref(element)
     }
 
@@ -115,7 +126,7 @@ final class StageWorker: @unchecked Sendable {
     private func setLive(_ live: Bool, settingUp: Bool = false) {
         self.live = live
         liveForHost.store(live, ordering: .relaxed)
-        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? 1 : 0)
+        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? guint(SL_SETUP_QUEUE) : 0)
         queueCapacity = !live ? 4 : settingUp ? Int(SL_SETUP_QUEUE) : 1
     }
 
@@ -128,11 +139,9 @@ final class StageWorker: @unchecked Sendable {
     }
 
     private func run() {
-        var first = true
-        var settingUpLive = false
         if let watchdog, !watchdog.startSource(stopping: { stopping.load(ordering: .relaxed) }) { return }
         while true {
-            publishMetrics()
+            processing.withLock { publishMetrics() }
             // A timed pull: a stop can come while the stage's input was never flushed (a pipeline
             // that failed on its way to PAUSED), so the flag is checked every 100 ms.
             switch watchdogBeforePull() {
@@ -150,99 +159,139 @@ final class StageWorker: @unchecked Sendable {
                 inputClosed = true
                 sl_stage_close_input(element)
             }
+            if inline.load(ordering: .relaxed) {
+                // Frames are processed in-line (`takeInline`); this thread delivers those whose
+                // results came in meanwhile, and ends the stream after the last.
+                let holding = processing.withLock { !held.isEmpty }
+                let ended = sl_stage_wait_input_end(element, GstClockTime(holding ? 2_000_000 : 100_000_000)) != 0
+                let goOn = processing.withLock { () -> Bool in
+                    // Frames queued before the switch to in-line that no later arrival took.
+                    while let sample = sl_stage_take(element) {
+                        if !handle(sample) { return false }
+                    }
+                    if !held.isEmpty, !deliverFinished(wait: ended) { return false }
+                    if ended { finishStream() }
+                    return !ended
+                }
+                if !goOn || stopping.load(ordering: .relaxed) { return }
+                continue
+            }
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.
-            if !held.isEmpty, !deliverFinished(wait: false) { return }
-            guard let sample = sl_stage_pull(element, GstClockTime(held.isEmpty ? 100_000_000 : 2_000_000)) else {
+            if !processing.withLock({ held.isEmpty || deliverFinished(wait: false) }) { return }
+            let holding = processing.withLock { !held.isEmpty }
+            guard let sample = sl_stage_pull(element, GstClockTime(holding ? 2_000_000 : 100_000_000)) else {
                 switch watchdogAtEndOfStream() {
                 case .proceed: break
                 case .again: continue
                 case .stop: return
                 }
                 if sl_stage_input_ended(element) != 0 {
-                    if !held.isEmpty, !deliverFinished(wait: true) { return }
-                    finishStream()
+                    processing.withLock {
+                        if held.isEmpty || deliverFinished(wait: true) { finishStream() }
+                    }
                     return
                 }
                 if stopping.load(ordering: .relaxed) { return }
                 continue
             }
-            let pixels = SamplePixels(taking: sample)
-            watchdog?.frameArrived()
-            // Downstream is done (EOS or an error): drop what is still queued until upstream,
-            // now refused with the same answer, ends the stream.
-            if downstreamDone || sl_stage_downstream_flow(element) != GST_FLOW_OK {
-                downstreamDone = true
-                continue
-            }
-            // Auto mode on a live input: the newest frame wins, once set-up is over. A stage
-            // sets up on its first format (a model compiles for the frame's size, 0.2–2 s;
-            // precision=auto times candidates too); the frames that arrive meanwhile (a late
-            // live source sends them at once) are its backlog, kept (up to SL_SETUP_QUEUE, 30;
-            // older ones dropped, upstream never waits) and processed, instead of all but the
-            // newest being dropped at the start of every live run. Its stages downstream get
-            // that backlog in a burst: every stage keeps its frames the same way until no
-            // stage of the process has a set-up backlog left (`StageWorker.setupBacklogs`).
-            // The held frames' memory is held for that moment only.
-            if first {
-                first = false
-                if requestedMode == .auto, sl_stage_upstream_is_live(element) != 0 {
-                    setLive(true, settingUp: true)
-                    settingUpLive = true
-                }
-            }
-            if let settings = pendingSettings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
-                stage.settingsChanged(settings)
-                updateLatency(post: true)
-                postNotices()
-            }
-            guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else {
-                // The stage cannot take these frames (its error is on the bus). Going away now
-                // would leave the input queue full and upstream's end-of-stream waiting in it
-                // for a reader, with the streaming lock held: the host's change to PLAYING then
-                // waited for ever (a 3-frame source, ~1 run in 40 under a busy core). Refuse what
-                // comes and keep draining until the stream ends or the stage is stopped.
-                sl_stage_set_downstream_flow(element, GST_FLOW_ERROR)
-                downstreamDone = true
-                continue
-            }
-            sl_handoff_acquire(buffer)
-            pixels.frameSize = (format.width, format.height)
-            pixels.eventsOnArrival = pixels.frameRecord(FrameRecords.events)
-            statistics.received(at: DispatchTime.now().uptimeNanoseconds)
-            let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
-            let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
-                              duration: duration == GstClockTime.max ? nil : UInt64(duration),
-                              index: statistics.framesIn - 1, pixels: pixels,
-                              ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
-            // A buffer smaller than its caps say would be read past its end by any stage that
-            // maps it: dropped here, for every stage, with the reason.
-            // (The caps' frame size, known since they were negotiated; a video meta's own planes.)
-            let meta = Int(sl_buffer_video_meta_size(buffer))
-            let needed = meta > 0 ? meta : format.size
-            let size = Int(gst_buffer_get_size(buffer))
-            let outcome: FrameOutcome
-            if size < needed {
-                outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
-            } else {
-                outcome = stage.process(frame)
-            }
-            if settingUpLive {
-                if let end = backlogEnd, statistics.framesIn >= end { endBacklog() }
-                if backlogEnd == nil, Self.setupBacklogs.load(ordering: .relaxed) == 0 {
-                    settingUpLive = false
-                    setLive(true)
-                }
-            }
-            postNotices()
-            reportPeriodically()
-            // A stage whose cost is only known once it runs (a model) may raise its latency.
-            if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
-            for (frame, outcome) in held.add((pixels, pts), outcome: outcome) {
-                if !deliver(outcome, pixels: frame.pixels, pts: frame.pts) { return }
-            }
-            if !held.isEmpty, !deliverFinished(wait: false) { return }
+            if !processing.withLock({ handle(sample) }) { return }
         }
+    }
+
+    /// A frame at the stage's input, on the upstream streaming thread: a stage running in-line
+    /// (`considerInLine`) takes it — and any queued before the decision — and processes it now,
+    /// with no hand-over to its worker. Returns what downstream
+    /// answered (EOS or an error stop upstream, as from any element).
+    func takeInline() -> GstFlowReturn {
+        processing.withLock {
+            while let sample = sl_stage_take(element) {
+                if !handle(sample) { return GST_FLOW_FLUSHING }
+            }
+            return sl_stage_downstream_flow(element)
+        }
+    }
+
+    /// One frame: the stage's settings and format brought up to date, the frame processed, and
+    /// what is ready delivered. False when the worker must stop (flushing). `processing` held.
+    private func handle(_ sample: OpaquePointer) -> Bool {
+        let pixels = SamplePixels(taking: sample)
+        watchdog?.frameArrived()
+        // Downstream is done (EOS or an error): drop what is still queued until upstream,
+        // now refused with the same answer, ends the stream.
+        if downstreamDone || sl_stage_downstream_flow(element) != GST_FLOW_OK {
+            downstreamDone = true
+            return true
+        }
+        // Auto mode on a live input: the newest frame wins, once set-up is over. A stage
+        // sets up on its first format (a model compiles for the frame's size, 0.2–2 s;
+        // precision=auto times candidates too); the frames that arrive meanwhile (a late
+        // live source sends them at once) are its backlog, kept (up to SL_SETUP_QUEUE, 30;
+        // older ones dropped, upstream never waits) and processed, instead of all but the
+        // newest being dropped at the start of every live run. Its stages downstream get
+        // that backlog in a burst: every stage keeps its frames the same way until no
+        // stage of the process has a set-up backlog left (`StageWorker.setupBacklogs`).
+        // The held frames' memory is held for that moment only.
+        if first {
+            first = false
+            if requestedMode == .auto, sl_stage_upstream_is_live(element) != 0 {
+                setLive(true, settingUp: true)
+                settingUpLive = true
+            }
+        }
+        if let settings = pendingSettings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
+            stage.settingsChanged(settings)
+            updateLatency(post: true)
+            postNotices()
+        }
+        guard handleCaps(of: sample), let format, let buffer = gst_sample_get_buffer(sample) else {
+            // The stage cannot take these frames (its error is on the bus). Going away now
+            // would leave the input queue full and upstream's end-of-stream waiting in it
+            // for a reader, with the streaming lock held: the host's change to PLAYING then
+            // waited for ever (a 3-frame source, ~1 run in 40 under a busy core). Refuse what
+            // comes and keep draining until the stream ends or the stage is stopped.
+            sl_stage_set_downstream_flow(element, GST_FLOW_ERROR)
+            downstreamDone = true
+            return true
+        }
+        sl_handoff_acquire(buffer)
+        pixels.frameSize = (format.width, format.height)
+        pixels.eventsOnArrival = pixels.frameRecord(FrameRecords.events)
+        statistics.received(at: DispatchTime.now().uptimeNanoseconds)
+        let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
+        let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
+                          duration: duration == GstClockTime.max ? nil : UInt64(duration),
+                          index: statistics.framesIn - 1, pixels: pixels,
+                          ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
+        // A buffer smaller than its caps say would be read past its end by any stage that
+        // maps it: dropped here, for every stage, with the reason.
+        // (The caps' frame size, known since they were negotiated; a video meta's own planes.)
+        let meta = Int(sl_buffer_video_meta_size(buffer))
+        let needed = meta > 0 ? meta : format.size
+        let size = Int(gst_buffer_get_size(buffer))
+        let outcome: FrameOutcome
+        if size < needed {
+            outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
+        } else {
+            let start = DispatchTime.now().uptimeNanoseconds
+            outcome = stage.process(frame)
+            if !inline.load(ordering: .relaxed) { considerInLine(outcome, nanoseconds: DispatchTime.now().uptimeNanoseconds - start) }
+        }
+        if settingUpLive {
+            if let end = backlogEnd, statistics.framesIn >= end { endBacklog() }
+            if backlogEnd == nil, Self.setupBacklogs.load(ordering: .relaxed) == 0 {
+                settingUpLive = false
+                setLive(true)
+            }
+        }
+        postNotices()
+        reportPeriodically()
+        // A stage whose cost is only known once it runs (a model) may raise its latency.
+        if stage.latencyNanoseconds != reportedLatency { updateLatency(post: true) }
+        for (frame, outcome) in held.add((pixels, pts), outcome: outcome) {
+            if !deliver(outcome, pixels: frame.pixels, pts: frame.pts) { return false }
+        }
+        return held.isEmpty || deliverFinished(wait: false)
     }
 
     /// End of stream: the summary, then end-of-stream downstream (once).
@@ -255,8 +304,35 @@ final class StageWorker: @unchecked Sendable {
         postNotices()
         publishMetrics(force: true)
         postStatistics()
-        if let appsrc { _ = gst_app_src_end_of_stream(appsrc) }
+        if hasOutput { sl_stage_push_end_of_stream(element) }
     }
+
+    /// Whether frames go on being processed here or in-line, on the upstream streaming thread
+    /// (`takeInline`): decided once, after a few frames on this thread (the first one, where a
+    /// stage sets up, not counted). In-line is for a lossless stage without a watchdog that
+    /// answers each frame at once, in less than `inLineBudget`: a hand-over to this thread
+    /// costs ~50 µs of wake-ups a frame here (bench-bridge), more than such a stage's work,
+    /// while a stage doing more (a model) runs beside upstream's own work on its thread.
+    private func considerInLine(_ outcome: FrameOutcome, nanoseconds: UInt64) {
+        guard inLineTrial != nil else { return }
+        if live || watchdog != nil || outcome == .pending || requestedMode == .live {
+            inLineTrial = nil
+            return
+        }
+        if statistics.framesIn <= 1 { return } // set-up
+        inLineTrial!.append(nanoseconds)
+        guard inLineTrial!.count >= Self.inLineTrialFrames else { return }
+        let median = inLineTrial!.sorted()[inLineTrial!.count / 2]
+        inLineTrial = nil
+        guard median < Self.inLineBudget else { return }
+        inline.store(true, ordering: .relaxed)
+        sl_stage_set_in_line(element)
+    }
+
+    /// Process times of the frames seen so far (ns); nil once decided.
+    private var inLineTrial: [UInt64]? = []
+    static let inLineTrialFrames = 8
+    static let inLineBudget: UInt64 = 200_000
 
     /// Frames the stage answered `.pending` for, and frames that came after them, oldest first.
     /// They leave in this order (FrameDelivery: the same rule as the in-memory StageDriver's).
@@ -271,10 +347,6 @@ final class StageWorker: @unchecked Sendable {
     private(set) var streamFinished = false
     /// The stage's end was asked for and its input closed (sl_stage_close_input).
     private var inputClosed = false
-    /// The caps and segment last pushed into appsrc (StageWorker+Delivery; a watchdog's caps,
-    /// StageWorker+Watchdog).
-    var pushedCaps: UnsafeMutablePointer<GstCaps>?
-    var pushedSegment: GstSegment?
     /// The readings last set on the element (StageWorker+BusPosts).
     var publishedReadings: [String: String] = [:]
     /// Events this stage added, by type, for Prometheus.
@@ -321,7 +393,17 @@ final class StageWorker: @unchecked Sendable {
             }
         }
         Self.formatSetups.add(1, ordering: .relaxed)
+        // A lossless stage setting up on its first format (a model compiling, 0.1–2 s): upstream
+        // goes on decoding meanwhile, into a longer queue (up to SL_SETUP_QUEUE frames, ~100 MB at
+        // most), instead of waiting after four frames; the stage then catches up.
+        let widened = !live && format == nil
+        if widened {
+            let frames = max(4, min(Int(SL_SETUP_QUEUE), Self.setupQueueBytes / max(1, newFormat.size)))
+            sl_stage_configure_queue(element, 0, guint(frames))
+            queueCapacity = frames
+        }
         defer {
+            if widened { setLive(false) }
             Self.lastFormatSetupEnd.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
             Self.formatSetups.subtract(1, ordering: .relaxed)
         }
@@ -347,6 +429,8 @@ final class StageWorker: @unchecked Sendable {
 
     /// Stages of the process with a set-up backlog left (see `run`).
     static let setupBacklogs = Atomic<Int>(0)
+    /// The memory a lossless stage's input may hold while it sets up (`handleCaps`).
+    static let setupQueueBytes = 100 << 20
     /// Stages of the process setting up on a format now (a model compiling, precision=auto
     /// timing its candidates), and when the last one finished (uptime, ns): the start timeout
     /// does not count that time (a model compiling on a busy machine is slow, not stuck).

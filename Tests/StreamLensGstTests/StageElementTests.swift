@@ -86,7 +86,7 @@ func temporaryFile(_ name: String) -> String {
         let a = try Data(contentsOf: URL(fileURLWithPath: out)), b = try Data(contentsOf: URL(fileURLWithPath: reference))
         #expect(a.count == 50 * 32 * 16)
         #expect(a == b)
-        #expect(p.stageReports.contains { $0.kind == "stats" && $0.text.hasPrefix("pass: 50 frames in, 50 out, 0 dropped, ") && $0.text.hasSuffix(" fps (lossless)") })
+        #expect(p.stageReports.contains { $0.kind == "stats" && $0.text.hasPrefix("pass: 50 frames in, 50 out, 0 dropped, ") && $0.text.hasSuffix(" fps (lossless, in-line)") })
     }
 
     @Test func aSinkStageEndsThePipeline() throws {
@@ -120,7 +120,7 @@ func temporaryFile(_ name: String) -> String {
         let p = try makePipeline("videotestsrc num-buffers=10 ! video/x-raw,format=GRAY8,width=8,height=8 ! lenstestdropodd name=odd ! filesink location=\(out)")
         #expect(p.run(quietOptions()) == .finished(interrupted: false))
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)).count == 5 * 64)
-        #expect(p.stageReports.contains { $0.text.hasPrefix("odd: 10 frames in, 5 out, 5 dropped, ") && $0.text.hasSuffix(" fps (lossless)") })
+        #expect(p.stageReports.contains { $0.text.hasPrefix("odd: 10 frames in, 5 out, 5 dropped, ") && $0.text.hasSuffix(" fps (lossless, in-line)") })
     }
 
     @Test func capsChangeMidStreamReachesTheStageAndDownstream() throws {

@@ -103,6 +103,9 @@ gsize sl_buffer_video_meta_size(GstBuffer *buffer);
 // ---- Bus messages (messages.c) -----------------------------------------------------------
 GstMessageType sl_message_type(GstMessage *message);
 void sl_stage_post_error(GstElement *stage, const char *message, const char *debug);
+// What a source's streaming task says when downstream refused its frames for good (not linked,
+// not negotiated): "Internal data stream error", "streaming stopped, reason …".
+void sl_stage_post_flow_error(GstElement *stage, GstFlowReturn flow);
 // An element message named "streamlens" with string fields kind and text, for the host's log.
 void sl_stage_post_info(GstElement *stage, const char *kind, const char *text);
 // An event a stage found on a frame (FrameEvent), for applications: an element message
@@ -133,9 +136,10 @@ GstClockTime sl_live_latency(GstElement *pipeline);
 
 // ---- Stage elements (stage_element.c) ----------------------------------------------------
 // A stage element is a GstBin holding its input (a sink of the project's own, stage_sink.c) and
-// an appsrc that are not linked to each
-// other; a Swift worker pulls from the first and pushes into the second. Properties are
-// declared once, in a table handed over at registration.
+// its output (stage_src.c), not linked to each other: Swift takes frames from the first and
+// pushes them out of the second — on the stage's worker thread, or in lossless mode on the
+// upstream streaming thread itself (`frame_arrived`). Properties are declared once, in a table
+// handed over at registration.
 
 typedef enum { SL_PROP_BOOL = 0, SL_PROP_INT = 1, SL_PROP_DOUBLE = 2, SL_PROP_STRING = 3 } SLPropKind;
 
@@ -170,6 +174,10 @@ typedef struct {
     void (*stop)(GstElement *stage);
     // A property was set (on the setter's thread) while a context exists.
     void (*property_changed)(GstElement *stage, guint index);
+    // A frame was queued at the stage's input (on the upstream streaming thread, no lock held):
+    // a stage running in-line takes and processes it now and returns what downstream answered;
+    // otherwise GST_FLOW_OK (its worker takes it).
+    GstFlowReturn (*frame_arrived)(GstElement *stage);
 } SLStageCallbacks;
 
 void sl_stage_set_callbacks(SLStageCallbacks callbacks);
@@ -187,7 +195,25 @@ gboolean sl_is_stage(GstElement *element);
 GstSample *sl_stage_pull(GstElement *stage, GstClockTime timeout);
 // TRUE once the input received end-of-stream and every frame before it was pulled.
 gboolean sl_stage_input_ended(GstElement *stage);
-GstAppSrc *sl_stage_appsrc(GstElement *stage); // NULL for a sink stage
+// In-line: from now on (until the stage stops) the upstream streaming thread, having queued a
+// frame, calls `frame_arrived`, which takes it (and any queued before) with sl_stage_take and
+// processes it there: no hand-over to the worker, no wake-up.
+void sl_stage_set_in_line(GstElement *stage);
+// The oldest queued frame as sl_stage_pull gives it, or NULL at once when none is queued.
+GstSample *sl_stage_take(GstElement *stage);
+// Waits within `timeout` for end-of-stream at the input, without taking frames (frames queued
+// before it may remain: sl_stage_take); TRUE once it came. For a worker whose frames are taken
+// in-line.
+gboolean sl_stage_wait_input_end(GstElement *stage, GstClockTime timeout);
+// Whether the stage has an output (a sink stage has none: its frames end with it).
+gboolean sl_stage_has_output(GstElement *stage);
+// ---- The stage's output (stage_src.c)
+// Pushes a frame downstream (the buffer is taken), with stream-start first, and its caps and
+// segment (NULL: TIME from 0, kept) sent before it when they differ from the last ones; tags
+// that reached the input since go first. One thread at a time. Returns what downstream answered.
+GstFlowReturn sl_stage_push(GstElement *stage, GstBuffer *buffer, GstCaps *caps, const GstSegment *segment);
+// Ends the output: end-of-stream downstream (stream-start and a segment first, if nothing was sent).
+void sl_stage_push_end_of_stream(GstElement *stage);
 // Context owned by the element: released with `release` at the next set or in finalize.
 void sl_stage_set_context(GstElement *stage, gpointer context, GDestroyNotify release);
 gpointer sl_stage_get_context(GstElement *stage);
@@ -200,15 +226,17 @@ char *sl_stage_dup_string(GstElement *stage, guint index); // g_free the result
 // Sets a reading's value (a read-only string property) without telling the stage.
 void sl_stage_publish_string(GstElement *stage, guint index, const char *value);
 
-// FALSE when the spec changed the stage's inner input/appsrc through the child proxy
-// (`lenspass stage_src::is-live=false`), which would hang or break the bridge.
+// FALSE when the spec changed the stage's inner input through the child proxy
+// (`lenspass stage_sink::sync=true`), which would hang or break the bridge.
 gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
 /// The stage's input queue: lossless (SL_LOSSLESS_QUEUE frames, upstream waits) or live (the
-/// newest frame wins: 1 frame, older ones dropped); `setting_up`: live, but holding up to
-/// SL_SETUP_QUEUE frames (while the stage sets up on its first frame: nothing blocks upstream).
+/// newest frame wins: 1 frame, older ones dropped); `setup_frames` (> 0): holding up to that
+/// many while the stage sets up on its first frame (live: older ones dropped, upstream never
+/// waits; lossless: upstream goes on decoding meanwhile, and waits beyond). At most
+/// SL_SETUP_QUEUE.
 #define SL_SETUP_QUEUE 30
-void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting_up);
+void sl_stage_configure_queue(GstElement *stage, gboolean live, guint setup_frames);
 
 // ---- Stage pads (stage_pads.c) -----------------------------------------------------------
 // What a stage's pads answer (latency, caps), count, and refuse; the tags they hand on.
@@ -216,8 +244,6 @@ void sl_stage_configure_queue(GstElement *stage, gboolean live, gboolean setting
 void sl_stage_set_latency(GstElement *stage, GstClockTime latency);
 // Whether upstream of the stage is live (a LATENCY query through the sink pad's peer).
 gboolean sl_stage_upstream_is_live(GstElement *stage);
-// Sends tags that arrived before the appsrc had caps (call after pushing a sample).
-void sl_stage_flush_tags(GstElement *stage);
 // Buffers that reached the stage's input (pulled + dropped).
 guint64 sl_stage_buffers_arrived(GstElement *stage);
 // Buffers refused because downstream of the stage had ended the stream (a sink that wanted N
