@@ -13,15 +13,15 @@ extension InferenceEngine {
     /// compiled steps, which need the whole frame copied into the request first (and, for a
     /// letterbox, padded: a 720p frame for a square detector is a 1280x1280 tensor). Sampling
     /// reads only the pixels the input takes, so it wins when the input is much smaller than the
-    /// frame (a face detector's 128x128 out of 720p); a large input (a 640x640 YOLO) is
-    /// resampled faster by OpenVINO's vectorized code. Batches keep the compiled steps
+    /// frame (a face detector's 128x128 out of 720p, or out of 640x360); a large input (a 640x640
+    /// YOLO, CenterFace's 640x384 out of 720p) is resampled faster by OpenVINO's vectorized code. Batches keep the compiled steps
     /// (BatchedModel packs frames).
     static func samplesInput(_ input: ImageInput, frame: FrameLayout, batch: Int) -> Bool {
         batch == 1 && input.width * input.height * samplingRatio <= frame.width * frame.height
     }
     /// Frame pixels per input pixel from which sampling in Swift is used (measured: see
     /// docs/inference.md, "Pre-processing").
-    static let samplingRatio = 16
+    static let samplingRatio = 4
 
     /// `model` with OpenVINO's pre-processing for `frame` and `region` in front, compiled; with
     /// `sampled`, taking the input's f32 tensor as `SwiftPreprocessor` writes it instead.
