@@ -19,6 +19,7 @@ typedef struct {
     GstCaps *caps;            // the caps sent last
     GstSegment segment;       // the segment sent last
     gboolean has_segment;
+    gint pushed;              // frames downstream took since the stage started (atomic)
 } SLStageSrc;
 
 typedef struct {
@@ -68,6 +69,7 @@ static void sl_forget(SLStageSrc *self) {
 static GstStateChangeReturn sl_stage_src_change_state(GstElement *element, GstStateChange transition) {
     GstStateChangeReturn ret = GST_ELEMENT_CLASS(sl_stage_src_parent_class)->change_state(element, transition);
     if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) sl_forget((SLStageSrc *)element);
+    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) g_atomic_int_set(&((SLStageSrc *)element)->pushed, 0);
     return ret;
 }
 
@@ -140,7 +142,14 @@ GstFlowReturn sl_stage_push(GstElement *stage, GstBuffer *buffer, GstCaps *caps,
     }
     sl_send_segment(self, segment);
     sl_send_pending(self);
-    return gst_pad_push(self->srcpad, buffer);
+    GstFlowReturn flow = gst_pad_push(self->srcpad, buffer);
+    if (flow == GST_FLOW_OK) g_atomic_int_inc(&self->pushed);
+    return flow;
+}
+
+guint64 sl_stage_frames_pushed(GstElement *stage) {
+    SLStageSrc *self = sl_src_of(stage);
+    return self ? (guint64)g_atomic_int_get(&self->pushed) : 0;
 }
 
 void sl_stage_push_end_of_stream(GstElement *stage) {

@@ -100,9 +100,10 @@ final class OutputFiles {
     /// the problems that leave the output elsewhere than the user asked (exit non-zero);
     /// `notes` the ones where the earlier file was kept. `pipelineStopped` false: the pipeline
     /// was left to a stuck state change (Pipeline+StateChange) and may yet move: its filesinks
-    /// are told to write and move nothing more, and keep their records.
+    /// are told to write and move nothing more, and keep their records. `discard`: the outputs
+    /// hold nothing of the run's (interrupted before any frame): unfinished ones are removed.
     @discardableResult
-    func finish(finished runFinished: Bool = true, pipelineStopped: Bool = true) -> (failures: [String], notes: [String]) {
+    func finish(finished runFinished: Bool = true, discard: Bool = false, pipelineStopped: Bool = true) -> (failures: [String], notes: [String]) {
         var failures: [String] = [], notes: [String] = []
         for file in files {
             if !pipelineStopped { sl_output_file_abandon(file.element) }
@@ -115,6 +116,9 @@ final class OutputFiles {
             case Int32(SL_OUTPUT_WRITING) where failed:
                 unlink(file.temporary)
                 notes.append("\(name): writing the new \(file.target) failed; the earlier file is kept as it was")
+            case Int32(SL_OUTPUT_WRITING) where discard:
+                unlink(file.temporary)
+                notes.append("\(name): the earlier \(file.target) is kept as it was")
             case Int32(SL_OUTPUT_WRITING) where !runFinished || sl_output_file_ended(file.element) == 0:
                 notes.append("\(name): the run ended before its output was finished; the earlier \(file.target) is kept as it was, the unfinished output is in \(file.temporary)")
             case Int32(SL_OUTPUT_WRITING):

@@ -205,14 +205,28 @@ public final class Pipeline {
         var outcome = busLoop(&state)
         progress.clear()
         onStopping?()
+        // Interrupted before any frame came out of a stage (a model still loading): the outputs
+        // hold nothing the run made, so none replaces an earlier file and the run is aborted
+        // (exit 130), as by a second interrupt.
+        let nothingCameThrough = outcome == .finished(interrupted: true) && stagesLetNothingThrough()
+        if nothingCameThrough {
+            log("interrupt: no frame had come through \(stages.map { objectName($0) }.joined(separator: ", ")) yet; nothing is written")
+            outcome = .aborted
+        }
         let stopped = stop()
-        let (failures, notes) = outputs.finish(finished: outcome != .aborted, pipelineStopped: stopped)
+        let (failures, notes) = outputs.finish(finished: outcome != .aborted, discard: nothingCameThrough, pipelineStopped: stopped)
         outputsDone = true
         for note in notes { log("warning: \(note)") }
         for failure in failures { log("error: \(failure)") }
         // An output that is not where the user asked for it is a failed run, however it ended.
         if let failure = failures.first, case .finished = outcome { outcome = .failed(failure) }
         return outcome
+    }
+
+    /// Whether the pipeline has stages with an output and none of them let a frame through.
+    private func stagesLetNothingThrough() -> Bool {
+        let passing = stages.filter { sl_stage_has_output($0) != 0 }
+        return !passing.isEmpty && passing.allSatisfy { sl_stage_frames_pushed($0) == 0 }
     }
 
     /// The stages made ready for a run: the options' mode on each, not ending, offered caps watched.

@@ -77,6 +77,31 @@ import Testing
         #expect(Self.temporaries(in: dir).isEmpty, "\(Self.temporaries(in: dir))")
     }
 
+    /// Ctrl-C before any frame came through the stage (the source sends none: a valve drops
+    /// them): the muxer would finalize an empty file over the existing one. The run is aborted
+    /// instead (exit 130), the existing file as it was, no temporary file left beside it.
+    @Test func anInterruptBeforeAnyFrameKeepsTheEarlierOutput() throws {
+        let dir = try Self.openScratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("clip.mp4").path
+        try Self.writeClip(out, frames: 10)
+        let before = try Data(contentsOf: URL(fileURLWithPath: out))
+        let run = try Background.streamlens(["run", "videotestsrc is-live=true ! valve drop=true ! videoconvert ! lenspass ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
+        var opened = false
+        for _ in 0..<600 where !opened {
+            opened = !Self.temporaries(in: dir).isEmpty
+            if !opened { usleep(10_000) }
+        }
+        try #require(opened, "no temporary file appeared: \(run.stderr)")
+        kill(run.pid, SIGINT)
+        #expect(run.waitForExit(timeout: 30))
+        #expect(run.process.terminationStatus == 130, "\(run.stderr)")
+        #expect(run.stderr.contains("interrupt: no frame had come through lenspass0 yet; nothing is written"), "\(run.stderr)")
+        #expect(run.stderr.contains("warning: filesink0: the earlier \(out) is kept as it was"), "\(run.stderr)")
+        #expect(Self.temporaries(in: dir).isEmpty, "\(Self.temporaries(in: dir))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == before)
+    }
+
     /// Ctrl-C twice while the detector's model is still being loaded: the process ends at once
     /// (exit 130), the existing file as it was, no temporary file left beside it.
     @Test func aSecondInterruptLeavesNoTemporaryFile() throws {
@@ -94,7 +119,9 @@ import Testing
         }
         try #require(opened, "no temporary file appeared: \(run.stderr)")
         kill(run.pid, SIGINT)
-        usleep(20_000)
+        // The second as soon as the first was taken (a fixed 20 ms let a loaded machine finish
+        // the run in between, 1 run in ~10 with a core busy).
+        for _ in 0..<500 where !run.stderr.contains("interrupt: sending end-of-stream") { usleep(2_000) }
         kill(run.pid, SIGINT)
         #expect(run.waitForExit(timeout: 30))
         #expect(run.process.terminationStatus == 130, "\(run.stderr)")

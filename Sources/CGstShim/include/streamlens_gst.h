@@ -212,6 +212,8 @@ gboolean sl_stage_has_output(GstElement *stage);
 // segment (NULL: TIME from 0, kept) sent before it when they differ from the last ones; tags
 // that reached the input since go first. One thread at a time. Returns what downstream answered.
 GstFlowReturn sl_stage_push(GstElement *stage, GstBuffer *buffer, GstCaps *caps, const GstSegment *segment);
+// Frames downstream took from the stage's output since it started (0 for a sink stage).
+guint64 sl_stage_frames_pushed(GstElement *stage);
 // Ends the output: end-of-stream downstream (stream-start and a segment first, if nothing was sent).
 void sl_stage_push_end_of_stream(GstElement *stage);
 // Context owned by the element: released with `release` at the next set or in finalize.
