@@ -83,7 +83,8 @@ final class StageWorker: @unchecked Sendable {
     func start() {
         metricsSourceName = takeString(sl_element_pipeline_source_name(element))
         sl_stage_set_downstream_flow(element, GST_FLOW_OK)
-        if requestedMode != .auto { setLive(requestedMode == .live) }
+        if watchdog != nil || requestedMode == .live { inLineTrial = nil }
+        setLive(requestedMode == .live)
         updateLatency(post: false)
         // The thread lets go of the worker before it says it is done: the host's reference is then
         // the last one, so the stage and its models are freed by the thread that stops the
@@ -123,11 +124,17 @@ final class StageWorker: @unchecked Sendable {
         pendingSettings.withLock { $0 = settings }
     }
 
+    /// Lossless while the stage may yet go in-line (`considerInLine`): a queue of one frame, so
+    /// upstream's buffer pool does not grow by the four a worker's queue holds. A pool hands its
+    /// buffers out in turn, all of them, and each new one costs page faults: with the larger
+    /// pool kept after the switch, a 720p pass-through in-line added 15–21 µs a frame against
+    /// gst-launch, 11–14 with a queue of one (bench-bridge-style runs, 9–11 rounds, a noisy VM).
     private func setLive(_ live: Bool, settingUp: Bool = false) {
         self.live = live
         liveForHost.store(live, ordering: .relaxed)
-        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? guint(SL_SETUP_QUEUE) : 0)
-        queueCapacity = !live ? 4 : settingUp ? Int(SL_SETUP_QUEUE) : 1
+        let trial = !live && inLineTrial != nil
+        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? guint(SL_SETUP_QUEUE) : trial ? 1 : 0)
+        queueCapacity = !live ? (trial ? 1 : 4) : settingUp ? Int(SL_SETUP_QUEUE) : 1
     }
 
     func updateLatency(post: Bool) {
@@ -317,6 +324,7 @@ final class StageWorker: @unchecked Sendable {
         guard inLineTrial != nil else { return }
         if live || watchdog != nil || outcome == .pending || requestedMode == .live {
             inLineTrial = nil
+            if !live { setLive(false) } // the worker's queue of four
             return
         }
         if statistics.framesIn <= 1 { return } // set-up
@@ -324,7 +332,10 @@ final class StageWorker: @unchecked Sendable {
         guard inLineTrial!.count >= Self.inLineTrialFrames else { return }
         let median = inLineTrial!.sorted()[inLineTrial!.count / 2]
         inLineTrial = nil
-        guard median < Self.inLineBudget else { return }
+        guard median < Self.inLineBudget else {
+            setLive(false) // the worker's queue of four
+            return
+        }
         inline.store(true, ordering: .relaxed)
         sl_stage_set_in_line(element)
     }
