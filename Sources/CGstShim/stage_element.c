@@ -13,8 +13,6 @@ typedef struct {
     SLStageClassData *data;
 } SLStageClass;
 
-#define SL_LOSSLESS_QUEUE 4 // frames the stage's input queue holds in lossless mode (its worker's, in-line: one)
-
 static SLStageCallbacks sl_callbacks;
 static GstElementClass *sl_bin_class;    // every stage type derives from GstBin directly
 static GQuark sl_stage_quark;
@@ -291,8 +289,6 @@ gboolean sl_stage_internals_intact(GstElement *stage) {
     return !async && !sync;
 }
 
-void sl_stage_configure_queue(GstElement *stage, gboolean live, guint setup_frames) {
-    SLStage *self = (SLStage *)stage;
-    guint max = setup_frames ? MIN(setup_frames, SL_SETUP_QUEUE) : !live ? SL_LOSSLESS_QUEUE : 1;
-    sl_stage_sink_configure(self->sink, max, live);
+void sl_stage_configure_queue(GstElement *stage, guint frames, gboolean drop) {
+    sl_stage_sink_configure(((SLStage *)stage)->sink, frames, drop);
 }

@@ -65,6 +65,14 @@ static GstBuffer *sl_take_oldest(SLStageSink *self) {
     return NULL;
 }
 
+// The sample of a frame taken from the queue (lock held): its caps and segment as they stood
+// for it, and the only reference to the buffer, so the stage writes into it without a copy.
+static GstSample *sl_sample_of(SLStageSink *self, GstBuffer *buffer) {
+    GstSample *sample = gst_sample_new(buffer, self->caps, &self->segment, NULL);
+    gst_buffer_unref(buffer);
+    return sample;
+}
+
 static void sl_clear(SLStageSink *self) {
     GstMiniObject *item;
     while ((item = g_queue_pop_head(&self->items))) gst_mini_object_unref(item);
@@ -272,9 +280,7 @@ GstSample *sl_stage_pull(GstElement *stage, GstClockTime timeout) {
     while (self->started) {
         GstBuffer *buffer = sl_take_oldest(self);
         if (buffer) {
-            // The sample holds the only reference: the worker may write into the frame without a copy.
-            sample = gst_sample_new(buffer, self->caps, &self->segment, NULL);
-            gst_buffer_unref(buffer);
+            sample = sl_sample_of(self, buffer);
             break;
         }
         // Caps and segments behind the last buffer (before an end-of-stream) apply too.
@@ -298,12 +304,8 @@ gboolean sl_stage_input_ended(GstElement *stage) {
 GstSample *sl_stage_take(GstElement *stage) {
     SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
     pthread_mutex_lock(&self->lock);
-    GstSample *sample = NULL;
     GstBuffer *buffer = self->started ? sl_take_oldest(self) : NULL;
-    if (buffer) {
-        sample = gst_sample_new(buffer, self->caps, &self->segment, NULL);
-        gst_buffer_unref(buffer);
-    }
+    GstSample *sample = buffer ? sl_sample_of(self, buffer) : NULL;
     pthread_mutex_unlock(&self->lock);
     return sample;
 }
@@ -313,6 +315,14 @@ void sl_stage_set_in_line(GstElement *stage) {
     pthread_mutex_lock(&self->lock);
     self->in_line = TRUE;
     pthread_mutex_unlock(&self->lock);
+}
+
+gboolean sl_stage_in_line(GstElement *stage) {
+    SLStageSink *self = (SLStageSink *)((SLStage *)stage)->sink;
+    pthread_mutex_lock(&self->lock);
+    gboolean in_line = self->in_line;
+    pthread_mutex_unlock(&self->lock);
+    return in_line;
 }
 
 gboolean sl_stage_wait_input_end(GstElement *stage, GstClockTime timeout) {

@@ -37,9 +37,9 @@ final class StageWorker: @unchecked Sendable {
     /// Held while the stage is called: by the worker, or by the upstream streaming thread for a
     /// stage running in-line (`takeInline`): one caller at a time, as `Stage` promises.
     private let processing = NSLock()
-    /// Frames are processed on the upstream streaming thread (`takeInline`), not the worker's.
-    private let inline = Atomic<Bool>(false)
-    var inLine: Bool { inline.load(ordering: .relaxed) }
+    /// Frames are processed on the upstream streaming thread (`takeInline`), not the worker's
+    /// (the stage's input says so: sl_stage_set_in_line).
+    var inLine: Bool { sl_stage_in_line(element) != 0 }
     /// The first frame is yet to come (the mode is decided on it); set-up of a live stage's backlog.
     private var first = true
     private var settingUpLive = false
@@ -132,9 +132,13 @@ final class StageWorker: @unchecked Sendable {
     private func setLive(_ live: Bool, settingUp: Bool = false) {
         self.live = live
         liveForHost.store(live, ordering: .relaxed)
-        let trial = !live && inLineTrial != nil
-        sl_stage_configure_queue(element, live ? 1 : 0, settingUp ? guint(SL_SETUP_QUEUE) : trial ? 1 : 0)
-        queueCapacity = !live ? (trial ? 1 : 4) : settingUp ? Int(SL_SETUP_QUEUE) : 1
+        let frames = live ? (settingUp ? Int(SL_SETUP_QUEUE) : 1) : (inLineTrial != nil ? 1 : Int(SL_LOSSLESS_QUEUE))
+        configureQueue(frames: frames, drop: live)
+    }
+
+    private func configureQueue(frames: Int, drop: Bool) {
+        sl_stage_configure_queue(element, guint(frames), drop ? 1 : 0)
+        queueCapacity = frames
     }
 
     func updateLatency(post: Bool) {
@@ -166,7 +170,7 @@ final class StageWorker: @unchecked Sendable {
                 inputClosed = true
                 sl_stage_close_input(element)
             }
-            if inline.load(ordering: .relaxed) {
+            if inLine {
                 // Frames are processed in-line (`takeInline`); this thread delivers those whose
                 // results came in meanwhile, and ends the stream after the last.
                 let holding = processing.withLock { !held.isEmpty }
@@ -185,8 +189,12 @@ final class StageWorker: @unchecked Sendable {
             }
             // Frames held for a stage's requests in flight: a short pull, so a finished one
             // leaves soon even when no new frame comes.
-            if !processing.withLock({ held.isEmpty || deliverFinished(wait: false) }) { return }
-            let holding = processing.withLock { !held.isEmpty }
+            var holding = false
+            let goOn = processing.withLock { () -> Bool in
+                defer { holding = !held.isEmpty }
+                return held.isEmpty || deliverFinished(wait: false)
+            }
+            if !goOn { return }
             guard let sample = sl_stage_pull(element, GstClockTime(holding ? 2_000_000 : 100_000_000)) else {
                 switch watchdogAtEndOfStream() {
                 case .proceed: break
@@ -280,9 +288,9 @@ final class StageWorker: @unchecked Sendable {
         if size < needed {
             outcome = .failed(reason: "a frame of \(size) bytes, shorter than its caps say (\(needed) bytes for \(format.width)x\(format.height) \(format.pixelFormat))")
         } else {
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = inLineTrial != nil ? DispatchTime.now().uptimeNanoseconds : 0
             outcome = stage.process(frame)
-            if !inline.load(ordering: .relaxed) { considerInLine(outcome, nanoseconds: DispatchTime.now().uptimeNanoseconds - start) }
+            if inLineTrial != nil { considerInLine(outcome, nanoseconds: DispatchTime.now().uptimeNanoseconds - start) }
         }
         if settingUpLive {
             if let end = backlogEnd, statistics.framesIn >= end { endBacklog() }
@@ -321,7 +329,6 @@ final class StageWorker: @unchecked Sendable {
     /// costs ~50 µs of wake-ups a frame here (bench-bridge), more than such a stage's work,
     /// while a stage doing more (a model) runs beside upstream's own work on its thread.
     private func considerInLine(_ outcome: FrameOutcome, nanoseconds: UInt64) {
-        guard inLineTrial != nil else { return }
         if live || watchdog != nil || outcome == .pending || requestedMode == .live {
             inLineTrial = nil
             if !live { setLive(false) } // the worker's queue of four
@@ -336,7 +343,6 @@ final class StageWorker: @unchecked Sendable {
             setLive(false) // the worker's queue of four
             return
         }
-        inline.store(true, ordering: .relaxed)
         sl_stage_set_in_line(element)
     }
 
@@ -409,9 +415,7 @@ final class StageWorker: @unchecked Sendable {
         // most), instead of waiting after four frames; the stage then catches up.
         let widened = !live && format == nil
         if widened {
-            let frames = max(4, min(Int(SL_SETUP_QUEUE), Self.setupQueueBytes / max(1, newFormat.size)))
-            sl_stage_configure_queue(element, 0, guint(frames))
-            queueCapacity = frames
+            configureQueue(frames: max(Int(SL_LOSSLESS_QUEUE), min(Int(SL_SETUP_QUEUE), Self.setupQueueBytes / max(1, newFormat.size))), drop: false)
         }
         defer {
             if widened { setLive(false) }

@@ -14,6 +14,16 @@ import Testing
         return dir
     }
 
+    /// Waits (at most 6 s) for a run's temporary output to appear in `dir`: filesink has opened
+    /// it, and the run's interrupt handlers are installed by then.
+    static func waitForTemporary(in dir: URL) -> Bool {
+        for _ in 0..<600 {
+            if !temporaries(in: dir).isEmpty { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     static func temporaries(in dir: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasSuffix(".partial") }
     }
@@ -87,12 +97,7 @@ import Testing
         try Self.writeClip(out, frames: 10)
         let before = try Data(contentsOf: URL(fileURLWithPath: out))
         let run = try Background.streamlens(["run", "videotestsrc is-live=true ! valve drop=true ! videoconvert ! lenspass ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
-        var opened = false
-        for _ in 0..<600 where !opened {
-            opened = !Self.temporaries(in: dir).isEmpty
-            if !opened { usleep(10_000) }
-        }
-        try #require(opened, "no temporary file appeared: \(run.stderr)")
+        try #require(Self.waitForTemporary(in: dir), "no temporary file appeared: \(run.stderr)")
         kill(run.pid, SIGINT)
         #expect(run.waitForExit(timeout: 30))
         #expect(run.process.terminationStatus == 130, "\(run.stderr)")
@@ -111,13 +116,7 @@ import Testing
         try Self.writeClip(out, frames: 10)
         let before = try Data(contentsOf: URL(fileURLWithPath: out))
         let run = try Background.streamlens(["run", "-q", "videotestsrc is-live=true ! videoconvert ! lensdetect ! videoconvert ! x264enc ! mp4mux ! filesink location=\(out)"])
-        // The temporary file exists once filesink opened it (the handlers are installed by then).
-        var opened = false
-        for _ in 0..<600 where !opened {
-            opened = !Self.temporaries(in: dir).isEmpty
-            if !opened { usleep(10_000) }
-        }
-        try #require(opened, "no temporary file appeared: \(run.stderr)")
+        try #require(Self.waitForTemporary(in: dir), "no temporary file appeared: \(run.stderr)")
         kill(run.pid, SIGINT)
         // The second as soon as the first was taken (a fixed 20 ms let a loaded machine finish
         // the run in between, 1 run in ~10 with a core busy).

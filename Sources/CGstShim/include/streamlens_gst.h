@@ -201,6 +201,8 @@ gboolean sl_stage_input_ended(GstElement *stage);
 void sl_stage_set_in_line(GstElement *stage);
 // The oldest queued frame as sl_stage_pull gives it, or NULL at once when none is queued.
 GstSample *sl_stage_take(GstElement *stage);
+// Whether the stage runs in-line (sl_stage_set_in_line, until it stops).
+gboolean sl_stage_in_line(GstElement *stage);
 // Waits within `timeout` for end-of-stream at the input, without taking frames (frames queued
 // before it may remain: sl_stage_take); TRUE once it came. For a worker whose frames are taken
 // in-line.
@@ -232,13 +234,12 @@ void sl_stage_publish_string(GstElement *stage, guint index, const char *value);
 // (`lenspass stage_sink::sync=true`), which would hang or break the bridge.
 gboolean sl_stage_internals_intact(GstElement *stage);
 // Worker mode: lossless = back-pressure, nothing dropped; live = newest frame wins.
-/// The stage's input queue: lossless (SL_LOSSLESS_QUEUE frames, upstream waits) or live (the
-/// newest frame wins: 1 frame, older ones dropped); `setup_frames` (> 0): holding up to that
-/// many while the stage sets up on its first frame (live: older ones dropped, upstream never
-/// waits; lossless: upstream goes on decoding meanwhile, and waits beyond). At most
-/// SL_SETUP_QUEUE.
+/// The stage's input queue: at most `frames` frames; when full, `drop`: the oldest goes (live:
+/// the newest frame wins, upstream never waits), else upstream waits (lossless). Lossless holds
+/// SL_LOSSLESS_QUEUE frames; SL_SETUP_QUEUE at most while the stage sets up on its first frame.
+#define SL_LOSSLESS_QUEUE 4
 #define SL_SETUP_QUEUE 30
-void sl_stage_configure_queue(GstElement *stage, gboolean live, guint setup_frames);
+void sl_stage_configure_queue(GstElement *stage, guint frames, gboolean drop);
 
 // ---- Stage pads (stage_pads.c) -----------------------------------------------------------
 // What a stage's pads answer (latency, caps), count, and refuse; the tags they hand on.
