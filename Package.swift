@@ -39,12 +39,17 @@ let package = Package(
         .systemLibrary(name: "CCairo", pkgConfig: "cairo", providers: [.apt(["libcairo2-dev"])]),
         // libmosquitto: the MQTT client behind lensmetadata location=mqtt:// (plain functions, no shim).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // libsoup 3: the HTTP server behind --http (GNOME's HTTP library, on a GLib main loop).
+        .systemLibrary(name: "CSoup", pkgConfig: "libsoup-3.0", providers: [.apt(["libsoup-3.0-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
         // The RTSP server behind lensrtsp: signals, tokens, the server's own main loop thread.
         // gio for GInetAddress and its error codes (gst-rtsp-server's pkg-config omits it).
         .target(name: "CGstRTSPShim", dependencies: ["CGStreamer", "CGstRTSPServer"],
                 linkerSettings: [.linkedLibrary("gio-2.0")]),
+
+        // The HTTP server: libsoup behind a header with no GLib type (its own thread and main loop).
+        .target(name: "CHTTPShim", dependencies: ["CSoup"]),
 
         // No C below this line of the diagram: frames, stage protocol, property tables, specs.
         .target(name: "StreamLensCore"),
@@ -64,6 +69,11 @@ let package = Package(
         // StreamLensRTSP, so the C library stays behind one module that knows nothing of GStreamer.
         .target(name: "StreamLensMQTT", dependencies: ["StreamLensCore", "CMosquitto"]),
         .target(name: "StreamLensMetrics", dependencies: ["StreamLensCore"]),
+        // The only Swift that imports CHTTPShim: an HTTP server knowing nothing of GStreamer.
+        .target(name: "StreamLensHTTP", dependencies: ["StreamLensCore", "CHTTPShim"]),
+        // The HTTP API of run and serve (routes, OpenAPI, auth, events) on StreamLensHTTP, over
+        // the same command layer as the control socket (PipelineCommands, SourceSet).
+        .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
         // rules (FrameDelivery), for tests of a stage alone.
@@ -73,7 +83,7 @@ let package = Package(
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensBackends"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics", "StreamLensAPI", "StreamLensHTTP"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",
@@ -88,12 +98,14 @@ let package = Package(
         .executableTarget(name: "tracker-bench", dependencies: ["StreamLensCore"], path: "bench/TrackerBench"),
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
+        // The HTTP server and API in-process, on real pipelines, with raw sockets and curl as clients.
+        .testTarget(name: "StreamLensAPITests", dependencies: ["StreamLensAPI", "StreamLensHTTP", "StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensOpenVINO", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),
         .testTarget(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore", "StreamLensBackends"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
-        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore"]),
+        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore", "StreamLensAPI"]),
     ]
 )

@@ -54,7 +54,9 @@ APT_PACKAGES=(
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   # Preview windows (ximagesink, glimagesink) and their tests: a virtual display, keys, libX11
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
-  # curl scrapes `streamlens run --metrics` in the tests and docs/outputs.md's example
+  # libsoup 3: the HTTP server behind --http (the API, /metrics)
+  libsoup-3.0-dev
+  # curl talks to `streamlens run --http` in the tests and docs/http-api.md's examples
   curl
   # The MQTT TLS tests make a throwaway CA and broker certificate with it
   openssl

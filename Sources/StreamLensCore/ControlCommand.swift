@@ -117,7 +117,12 @@ public enum ControlCommand: Equatable, Sendable {
 /// A control line that cannot be carried out; the channel replies `error: <message>` and goes on.
 public struct ControlError: Error, CustomStringConvertible, Equatable, Sendable {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The property the command was refused for, when one was (the HTTP API's 422 names it).
+    public var property: String?
+    public init(_ message: String, property: String? = nil) {
+        self.message = message
+        self.property = property
+    }
     public var description: String { message }
 }
 

@@ -64,6 +64,9 @@ public final class Pipeline {
     private(set) var outputFiles: OutputFiles?
     /// `requestEnd()` was called.
     let endRequested = Atomic<Bool>(false)
+    /// The source this pipeline is in the process's events (`EventLog`): a `streamlens serve`
+    /// source's name, `main` under `streamlens run`.
+    public var eventSource = "main"
     /// Called on the run's thread when the pipeline first reaches PLAYING.
     public var onPlaying: (() -> Void)?
     /// Called on the run's thread when the run is over, before the pipeline goes down: the
@@ -244,6 +247,7 @@ public final class Pipeline {
     func recordReport(_ message: UnsafeMutablePointer<GstMessage>, options: Options) {
         // A stage's event (lenszone's crossings): said with -v, as "lenszone0: crossed mid in (face #3 at 1.56 s)".
         if let json = sl_message_parse_event(message) {
+            EventLog.shared.append(source: eventSource, stage: sourceName(message), eventJSON: String(cString: json))
             guard options.verbose, let e = FrameRecords.decode(FrameEvent.self, String(cString: json)) else { return }
             var what = "\(e.type) \(e.zone)" + (e.direction.map { " \($0)" } ?? "")
             what += " (\(e.label.isEmpty ? "object" : e.label) #\(e.objectId)" + (e.time.map { String(format: " at %.2f s", $0) } ?? "")

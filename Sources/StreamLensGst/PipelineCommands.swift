@@ -11,9 +11,13 @@ import StreamLensCore
 ///
 /// @unchecked Sendable: the pipeline is a reference-counted GstObject (held until deinit) whose
 /// properties GObject lets any thread set.
-final class PipelineCommands: @unchecked Sendable {
+public final class PipelineCommands: @unchecked Sendable {
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let access: ControlAccess
+
+    public convenience init(pipeline: Pipeline, access: ControlAccess) {
+        self.init(pipeline: pipeline.pipeline, access: access)
+    }
 
     init(pipeline: UnsafeMutablePointer<GstElement>, access: ControlAccess) {
         self.pipeline = pipeline
@@ -24,7 +28,7 @@ final class PipelineCommands: @unchecked Sendable {
     deinit { gst_object_unref(pipeline) }
 
     /// Carries out one command line and returns the reply.
-    func execute(_ line: String) -> String {
+    public func execute(_ line: String) -> String {
         do {
             guard let command = try ControlCommand.parse(line) else { return "ok" }
             switch command {
@@ -43,33 +47,7 @@ final class PipelineCommands: @unchecked Sendable {
                 }
                 return takeString(sl_object_get_as_string(element, property)) ?? ""
             case .set(let name, let assignments):
-                let element = try target(name)
-                defer { gst_object_unref(element) }
-                let elementName = objectName(element)
-                // Check every assignment before applying any: a bad line changes nothing.
-                let descriptor = stageDescriptor(of: element)
-                for (property, value) in assignments {
-                    let flags = sl_object_property_flags(element, property)
-                    guard flags != 0 else {
-                        let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
-                        throw ControlError("\(elementName) has no property \(property)\(live)")
-                    }
-                    guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set") }
-                    if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
-                        guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set") }
-                        guard spec.live else {
-                            let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
-                            throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))")
-                        }
-                        do { _ = try spec.parse(value) } catch let e as StageError { throw ControlError("\(elementName): \(e.message)") }
-                    } else if flags & UInt32(SL_PROPERTY_MUTABLE_PLAYING) == 0 {
-                        throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (GStreamer marks it neither changeable while playing nor controllable)")
-                    }
-                    guard sl_object_value_valid(element, property, value) != 0 else {
-                        throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)")
-                    }
-                }
-                for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }
+                try set(element: name, assignments)
                 return "ok"
             }
         } catch let error as ControlError {
@@ -77,6 +55,83 @@ final class PipelineCommands: @unchecked Sendable {
         } catch {
             return "error: \(error)"
         }
+    }
+
+    /// Sets properties of one element (nil: the only StreamLens stage), all or nothing: every
+    /// assignment is checked first (the property exists, may change while playing, its value's
+    /// type and range), then all are applied. What the control socket's `set` and the HTTP API's
+    /// PATCH do.
+    public func set(element name: String?, _ assignments: [(name: String, value: String)]) throws(ControlError) {
+        let element = try target(name)
+        defer { gst_object_unref(element) }
+        let elementName = objectName(element)
+        let descriptor = stageDescriptor(of: element)
+        for (property, value) in assignments {
+            let flags = sl_object_property_flags(element, property)
+            guard flags != 0 else {
+                let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
+                throw ControlError("\(elementName) has no property \(property)\(live)", property: property)
+            }
+            guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set", property: property) }
+            if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
+                guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set", property: property) }
+                guard spec.live else {
+                    let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
+                    throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))", property: property)
+                }
+                do { _ = try spec.parse(value) } catch { throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: property) }
+            } else if flags & UInt32(SL_PROPERTY_MUTABLE_PLAYING) == 0 {
+                throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (GStreamer marks it neither changeable while playing nor controllable)", property: property)
+            }
+            guard sl_object_value_valid(element, property, value) != 0 else {
+                throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
+            }
+        }
+        for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }
+    }
+
+    /// One property of a stage as it is now: its table row and its value.
+    public struct PropertyState: Sendable {
+        public var spec: PropertySpec
+        /// The value now, read from the element (a reading's text as published).
+        public var value: PropertyValue
+    }
+
+    /// A StreamLens stage of the pipeline and every property in its table.
+    public struct StageState: Sendable {
+        public var name: String
+        public var factory: String
+        public var properties: [PropertyState]
+    }
+
+    /// The pipeline's StreamLens stages, by name.
+    public func stages() -> [StageState] {
+        stageElements().compactMap { state(of: $0) }
+    }
+
+    /// One stage by its element name; a `ControlError` when there is no such stage.
+    public func stage(_ name: String) throws(ControlError) -> StageState {
+        guard let found = stageElements().first(where: { objectName($0) == name }), let state = state(of: found) else {
+            let names = stageElements().map { objectName($0) }
+            throw ControlError("no stage named \(name)" + (names.isEmpty ? "" : " (stages: \(names.joined(separator: ", ")))"))
+        }
+        return state
+    }
+
+    private func state(of element: UnsafeMutablePointer<GstElement>) -> StageState? {
+        guard let d = stageDescriptor(of: element) else { return nil }
+        let properties = d.properties.map { spec -> PropertyState in
+            let text = takeString(sl_object_get_as_string(element, spec.name)) ?? ""
+            let value: PropertyValue
+            switch spec.kind {
+            case .bool: value = .bool(text == "true" || text == "TRUE" || text == "1")
+            case .int: value = Int(text).map { .int($0) } ?? .string(text)
+            case .double: value = Double(text).map { .double($0) } ?? .string(text)
+            case .string, .choice: value = .string(text)
+            }
+            return PropertyState(spec: spec, value: value)
+        }
+        return StageState(name: objectName(element), factory: d.name, properties: properties)
     }
 
     /// Property names that usually hold a password or a key: never read back to a client.
@@ -88,7 +143,7 @@ final class PipelineCommands: @unchecked Sendable {
     /// The element a command names (a new reference), or the only StreamLens stage. Without
     /// --control-elements only stages are reached; a stage's inner parts (its bridge's input
     /// and output) never.
-    private func target(_ name: String?) throws -> UnsafeMutablePointer<GstElement> {
+    private func target(_ name: String?) throws(ControlError) -> UnsafeMutablePointer<GstElement> {
         let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
         if let name {
             guard let element = gst_bin_get_by_name(bin, name), !isInsideAStage(element) else {

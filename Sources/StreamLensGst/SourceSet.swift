@@ -23,7 +23,7 @@ import Synchronization
 /// @unchecked Sendable: `sources` and every `Source`'s state are behind `lock`; a Source's
 /// pipeline is used by its own thread (`run`), and from others only through its thread-safe
 /// entry points (`requestEnd`, `PipelineCommands`).
-public final class SourceSet: @unchecked Sendable {
+public final class SourceSet: SourceCatalog, @unchecked Sendable {
     public enum State: String, Sendable { case starting, playing, ending, ended, failed }
 
     /// What `sources` answers for each source (JSON).
@@ -64,6 +64,7 @@ public final class SourceSet: @unchecked Sendable {
             commands = PipelineCommands(pipeline: pipeline.pipeline, access: access)
             stageNames = pipeline.stages.map { objectName($0) }
             sl_pipeline_set_source_name(pipeline.pipeline, name)
+            pipeline.eventSource = name
         }
     }
 
@@ -153,6 +154,7 @@ public final class SourceSet: @unchecked Sendable {
         case .failure(let refusal): return refusal.message
         case .success(let s): source = s
         }
+        EventLog.shared.append(source: name, type: "source-added", fields: ["uri": uri])
         if start(source) { return nil }
         let error: String? = withLock {
             if source.pipeline.leftBehind == nil { sources.removeAll { $0 === source } }
@@ -179,6 +181,7 @@ public final class SourceSet: @unchecked Sendable {
             lock.lock()
             if let source, source.state == .starting { source.state = .playing }
             lock.unlock()
+            EventLog.shared.append(source: name, type: "source-playing")
             playing.signal()
         }
         source.pipeline.onStopping = { [lock, weak source] in
@@ -203,7 +206,13 @@ public final class SourceSet: @unchecked Sendable {
                 source.error = source.pipeline.leftBehind.map { "ended while starting (\($0) still opening its input)" }
                     ?? source.error ?? "ended without its end of stream"
             }
+            let (state, error) = (source.state, source.error)
             lock.unlock()
+            if state == .failed {
+                EventLog.shared.append(source: name, type: "source-failed", fields: ["error": String(error?.split(separator: "\n").first ?? "")])
+            } else {
+                EventLog.shared.append(source: name, type: "source-ended")
+            }
             playing.signal()
             source.finished.signal()
         }
@@ -236,7 +245,21 @@ public final class SourceSet: @unchecked Sendable {
         lock.lock()
         sources.removeAll { $0 === source }
         lock.unlock()
+        EventLog.shared.append(source: name, type: "source-removed")
         return nil
+    }
+
+    public var acceptsNewSources: Bool { true }
+
+    /// The command layer of one source's pipeline (its stages' properties), nil when there is no
+    /// such source.
+    public func commands(of name: String) -> PipelineCommands? {
+        withLock { sources.first { $0.name == name }?.commands }
+    }
+
+    /// Each stage's figures in source `name` (empty once it has ended: its stages are gone).
+    public func stageSummaries(of name: String) -> [StageSummary] {
+        StageFigures.of(source: name).map(StageSummary.init)
     }
 
     /// Ends every source and refuses new ones; returns when all have ended. True when none failed.
@@ -319,7 +342,11 @@ extension SourceSet {
     /// then every source ends (outputs finalized). 0: every source running at the interrupt
     /// ended cleanly (or, without one, every source did); 1: one failed, or the control channel
     /// could not be opened (as for `streamlens run`).
-    public func serve(initial: [(name: String, uri: String)], control: ControlSource?, access: ControlAccess, echo: Bool) -> Int32 {
+    /// `keepRunning`: sources can come later (a control channel or the HTTP API), so serve runs
+    /// until an interrupt even with none, or with every source ended.
+    public func serve(initial: [(name: String, uri: String)], control: ControlSource?, access: ControlAccess, echo: Bool,
+                      keepRunning: Bool? = nil) -> Int32 {
+        let keepRunning = keepRunning ?? (control != nil)
         Pipeline.installInterruptHandlers()
         var channel: ControlChannel?
         if let control {
@@ -338,9 +365,9 @@ extension SourceSet {
                 failedAtStart = true
             }
         }
-        if channel == nil && count == 0 { return 1 }
+        if !keepRunning && count == 0 { return 1 }
         while Pipeline.interruptsSeen == 0 {
-            if channel == nil && allEnded { break }
+            if !keepRunning && allEnded { break }
             usleep(100_000)
         }
         let interrupted = Pipeline.interruptsSeen > 0

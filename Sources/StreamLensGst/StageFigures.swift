@@ -24,7 +24,7 @@ struct StageFigures: Sendable, Equatable {
     static func remove(key: Int) { _ = published.withLock { $0.removeValue(forKey: key) } }
 
     /// The figures of every stage running for `source`, in the order their workers started.
-    static func of(source: String) -> [StageFigures] {
-        published.withLock { p in p.keys.sorted().compactMap { p[$0]?.source == source ? p[$0] : nil } }
+    static func of(source: String?) -> [StageFigures] {
+        published.withLock { p in p.keys.sorted().compactMap { key in p[key].flatMap { $0.source == source ? $0 : nil } } }
     }
 }

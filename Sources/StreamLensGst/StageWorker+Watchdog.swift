@@ -19,8 +19,16 @@ extension StageWorker {
     /// from another thread, so it also ends a source part that is down or was restarting.
     func watchdogBeforePull() -> PumpStep {
         guard let watchdog, let reason = watchdog.pendingFailure() else { return .proceed }
-        if watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) { return .again }
+        if watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
+            noteRestart(reason)
+            return .again
+        }
         return pipelineEnding ? .proceed : .stop
+    }
+
+    /// A restart is an event of the source (`EventLog`, the HTTP API's event stream).
+    private func noteRestart(_ reason: String) {
+        EventLog.shared.append(source: metricsSourceName ?? "main", type: "source-restarted", fields: ["stage": name, "reason": reason])
     }
 
     /// No sample came: a source part that ended (a file played as a live source) is restarted
@@ -28,7 +36,10 @@ extension StageWorker {
     func watchdogAtEndOfStream() -> PumpStep {
         guard let watchdog, sl_stage_input_ended(element) != 0, watchdog.restartOnEOS,
               !pipelineEnding, !stopping.load(ordering: .relaxed) else { return .proceed }
-        if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) { return .again }
+        if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) {
+            noteRestart("end of stream")
+            return .again
+        }
         return pipelineEnding ? .proceed : .stop
     }
 

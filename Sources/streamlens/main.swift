@@ -3,6 +3,8 @@ import StreamLensCore
 import StreamLensGst
 import StreamLensInference
 import StreamLensMetrics
+import StreamLensAPI
+import StreamLensHTTP
 import StreamLensBackends
 import StreamLensStages
 
@@ -10,8 +12,8 @@ import StreamLensStages
 /// output is finalized), 1 the pipeline failed, 2 a usage or spec error, 130 aborted.
 let usage = """
     usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--eos-timeout S] [--control -|SOCKET]
-                          [--control-elements] [--control-group GROUP] [--metrics [ADDRESS:]PORT]
-                          SPEC [NAME=value …]
+                          [--control-elements] [--control-group GROUP] [--http [ADDRESS:]PORT]
+                          [--http-token-file FILE] [--http-allow-origin ORIGIN] SPEC [NAME=value …]
            streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control adds and removes them)
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [--markdown] [STAGE…]
@@ -43,13 +45,19 @@ let usage = """
                         (those GStreamer marks changeable while playing or controllable), not only the
                         stages' live ones
         --control-group G   members of group G may use the control socket too (0660)
-        --metrics A     serve Prometheus metrics at http://A/metrics while running: PORT
-                        (on loopback) or ADDRESS:PORT (0.0.0.0:PORT: every interface, no password)
+        --http A        serve the HTTP API while running (docs/http-api.md): sources, stage
+                        properties (PATCH live ones), events (SSE), /healthz, /readyz, /metrics,
+                        /api/openapi.json; A is PORT (loopback) or ADDRESS:PORT
+        --http-token-file F  every request must carry the file's content as a bearer token
+                        (required for an address beyond loopback)
+        --http-allow-origin O  let pages of origin O call the API from a browser (CORS)
+        --metrics A     the same as --http A (Prometheus metrics at http://A/metrics)
       serve     run one pipeline per source, each made from the pipeline file TEMPLATE with
                 ${NAME} and ${URI}, side by side in one process (one model compiled for all;
                 a failing source stops only itself) until Ctrl-C or SIGTERM. With --control
                 SOCKET: add NAME URI, remove NAME (its outputs finalized), sources (JSON),
-                set/get/list NAME …(as run's, in that source), help
+                set/get/list NAME …(as run's, in that source), help. With --http: the same over
+                HTTP (POST and DELETE /api/sources), and it may start with no source
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help; --markdown: each
                 stage's reference page (docs/stages/, rewritten by tools/gen-stage-docs.sh)
@@ -90,14 +98,22 @@ func initialize() {
 
 /// The options `run` and `serve` share, the metrics address, and the other arguments (SPEC
 /// and NAME=value…, or TEMPLATE and NAME=URI…).
-func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, metrics: MetricsServer.Address?, rest: [String]) {
+/// `--http` and its companions (`--metrics` is the same option under its old name).
+struct HTTPOptions {
+    var address: HTTPAddress?
+    var option = "--http"
+    var tokenFile: String?
+    var allowOrigin: String?
+}
+
+func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, http: HTTPOptions, rest: [String]) {
     var options = Pipeline.Options()
     if let text = ProcessInfo.processInfo.environment["STREAMLENS_START_TIMEOUT"] {
         guard let t = Double(text), t > 0 else { fail("STREAMLENS_START_TIMEOUT needs a number of seconds", code: 2) }
         options.startTimeout = t
     }
     var rest: [String] = []
-    var metricsAddress: MetricsServer.Address?
+    var http = HTTPOptions()
     var i = 0
     while i < args.count {
         let a = args[i]
@@ -105,11 +121,21 @@ func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, metrics: M
         case "-q", "--quiet": options.quiet = true
         case "-v", "--verbose": options.verbose = true
         case "--control-elements": options.controlAccess.otherElements = true
-        case "--mode", "--timeout", "--eos-timeout", "--control", "--control-group", "--metrics":
+        case "--mode", "--timeout", "--eos-timeout", "--control", "--control-group", "--metrics", "--http", "--http-token-file", "--http-allow-origin":
             guard i + 1 < args.count else { fail("\(a) needs a value", code: 2) }
             i += 1
-            if a == "--metrics" {
-                do { metricsAddress = try MetricsServer.Address(parsing: args[i]) } catch { fail("\(error)", code: 2) }
+            if a == "--metrics" || a == "--http" {
+                if http.address != nil { fail("\(http.option) and \(a) are the same server: give one", code: 2) }
+                http.option = a
+                do { http.address = try HTTPAddress(parsing: args[i], option: a) } catch { fail("\(error)", code: 2) }
+            } else if a == "--http-token-file" {
+                http.tokenFile = args[i]
+            } else if a == "--http-allow-origin" {
+                guard let url = URL(string: args[i]), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
+                      url.path.isEmpty || url.path == "/" else {
+                    fail("--http-allow-origin \(args[i]): an origin is scheme://host[:port] (e.g. https://dashboard.example.com)", code: 2)
+                }
+                http.allowOrigin = args[i].hasSuffix("/") ? String(args[i].dropLast()) : args[i]
             } else if a == "--control" {
                 options.control = args[i] == "-" ? .standardInput : .socket(path: args[i])
             } else if a == "--control-group" {
@@ -131,23 +157,28 @@ func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, metrics: M
         }
         i += 1
     }
-    return (options, metricsAddress, rest)
+    if http.address == nil, http.tokenFile != nil || http.allowOrigin != nil {
+        fail("\(http.tokenFile != nil ? "--http-token-file" : "--http-allow-origin") needs --http [ADDRESS:]PORT", code: 2)
+    }
+    return (options, http, rest)
 }
 
 func runCommand(_ args: [String]) -> Int32 {
-    let (options, metricsAddress, rest) = parseRunOptions(args)
+    let (options, http, rest) = parseRunOptions(args)
     let text: String, sources: [String]
     do { (_, text, sources) = try expandedSpec(rest) } catch let e as UsageError { fail(e.message, code: 2) } catch { fail("\(error)", code: 2) }
     initialize()
     let pipeline: Pipeline
     do { pipeline = try Pipeline(description: text) } catch let e as HostError { fail(e.message, code: e.exitCode) } catch { fail("\(error)", code: 2) }
-    let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
-    defer { metricsServer?.stop() }
+    let runSource = http.address.map { _ in RunSource(pipeline: pipeline, access: options.controlAccess) }
+    let api = runSource.map { startAPI(http, catalog: $0, quiet: options.quiet) }
+    defer { api?.stop() }
     if options.verbose {
         if !sources.isEmpty { writeStandardError("variables: \(sources.joined(separator: ", "))\n") }
         writeStandardError("pipeline: \(text)\n")
     }
     let outcome = pipeline.run(options)
+    runSource?.finished(outcome)
     if case .finished(interrupted: true) = outcome, !options.quiet {
         writeStandardError("interrupted: end of stream reached, output finalized\n")
     }
@@ -157,7 +188,7 @@ func runCommand(_ args: [String]) -> Int32 {
 /// `streamlens serve TEMPLATE [NAME=URI …] [--control SOCKET]`: one pipeline per source, made
 /// from TEMPLATE with ${NAME} and ${URI} (SourceSet says why one pipeline each).
 func serveCommand(_ args: [String]) -> Int32 {
-    let (options, metricsAddress, rest) = parseRunOptions(args)
+    let (options, http, rest) = parseRunOptions(args)
     guard let first = rest.first else { fail("serve needs a TEMPLATE (a pipeline file using ${URI} and ${NAME})\n\n\(usage)", code: 2) }
     let spec: PipelineSpec
     do { spec = try PipelineSpec.load(first, searchDirectories: pipelineDirectories) } catch { fail("\(error)", code: 2) }
@@ -176,8 +207,8 @@ func serveCommand(_ args: [String]) -> Int32 {
         guard !initial.contains(where: { $0.name == name }) else { fail("source name \(name) is given twice", code: 2) }
         initial.append((name, uri))
     }
-    guard !initial.isEmpty || options.control != nil else {
-        fail("serve needs sources (NAME=URI after the template) or --control SOCKET to add them", code: 2)
+    guard !initial.isEmpty || options.control != nil || http.address != nil else {
+        fail("serve needs sources (NAME=URI after the template), or --control SOCKET or --http PORT to add them", code: 2)
     }
     let environment = ProcessInfo.processInfo.environment
     let expand: @Sendable (String, String) throws -> String = { name, uri in
@@ -186,25 +217,41 @@ func serveCommand(_ args: [String]) -> Int32 {
     initialize()
     // The template is checked once before anything listens: a spec error is the command's.
     do { _ = try Pipeline(description: try expand("check", "file:///dev/null")) } catch let e as HostError { fail("\(templateName): \(e.message)", code: 2) } catch { fail("\(templateName): \(error)", code: 2) }
-    let metricsServer = metricsAddress.map { startMetrics($0, quiet: options.quiet) }
-    defer { metricsServer?.stop() }
     ThreadBudget.process.throughput.store(true, ordering: .relaxed)
     let set = SourceSet(options: options, expand: expand)
-    return set.serve(initial: initial, control: options.control, access: options.controlAccess, echo: !options.quiet)
+    let api = http.address.map { _ in startAPI(http, catalog: set, quiet: options.quiet) }
+    defer { api?.stop() }
+    return set.serve(initial: initial, control: options.control, access: options.controlAccess, echo: !options.quiet,
+                     keepRunning: options.control != nil || api != nil)
 }
 
 /// Listening before any pipeline starts: a busy port fails the run before any output is
-/// opened, and a scraper sees the process (its memory, the stages as they come up) at once.
-func startMetrics(_ address: MetricsServer.Address, quiet: Bool) -> MetricsServer {
-    let server: MetricsServer
-    do { server = try MetricsServer(address: address) } catch { fail("\(error)", code: 2) }
+/// opened, and a client sees the process (its memory, the stages as they come up) at once.
+func startAPI(_ http: HTTPOptions, catalog: any SourceCatalog, quiet: Bool) -> APIServer {
+    guard let address = http.address else { fail("no --http address", code: 2) }
+    var settings = APIServer.Settings(allowOrigin: http.allowOrigin)
+    if let file = http.tokenFile { settings.token = readToken(file) }
+    let server: APIServer
+    do { server = try APIServer(address: address, option: http.option, catalog: catalog, settings: settings, version: version) } catch { fail("\(error)", code: 2) }
     let info = buildInfo()
     _ = MetricsRegistry.shared.addCollector { ProcessMetrics.collect() + [info] }
-    if !address.isLoopback {
-        writeStandardError("warning: serving metrics at \(address.url) beyond this machine, to anyone who can reach it (no password)\n")
-    }
-    if !quiet { writeStandardError("metrics: \(address.url)\n") }
+    if !quiet { writeStandardError("http: \(HTTPAddress(host: address.host, port: server.http.address.port).url)/ (API: /api/openapi.json, metrics: /metrics)\n") }
     return server
+}
+
+/// The bearer token: the file's content, trailing whitespace (a newline) trimmed.
+func readToken(_ path: String) -> String {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        fail("--http-token-file \(path): cannot read it (\(FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))", code: 2)
+    }
+    guard let text = String(data: data, encoding: .utf8) else { fail("--http-token-file \(path): the token is not UTF-8 text", code: 2) }
+    var token = text
+    while let last = token.last, last.isWhitespace { token.removeLast() }
+    guard !token.isEmpty else { fail("--http-token-file \(path) is empty: write the token in it (e.g. head -c 24 /dev/urandom | base64 > \(path))", code: 2) }
+    guard !token.contains(where: { $0.isNewline || $0 == " " }) else {
+        fail("--http-token-file \(path): the token is one line with no spaces (it goes in an Authorization: Bearer header)", code: 2)
+    }
+    return token
 }
 
 let version = "0.1"

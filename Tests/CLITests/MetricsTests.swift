@@ -165,10 +165,10 @@ struct MetricsEndpointTests {
         #expect(run.stderr.contains("lenspass0: 60 frames in, 60 out"), "\(run.stderr)")
     }
 
-    /// Slowloris: eight clients (every slot) trickle an endless request a byte every 0.8 s and
-    /// reconnect whenever they are closed. Each is closed at the exchange's 5 s, the drain
-    /// included, so a scraper gets its 200 between them (bounded wait); half a request left
-    /// alone gets 408 once 2 s pass without a byte.
+    /// Slowloris: eight clients trickle an endless request a byte every 0.8 s and reconnect
+    /// whenever they are closed. The server (libsoup on one event loop) holds them without a
+    /// thread each and closes each 10 s after it connected (the request deadline), so a scraper
+    /// gets its 200 while they trickle; half a request left alone is closed at the same deadline.
     @Test func tricklingClientsDoNotKeepTheScraperOut() throws {
         let port = freeLoopbackPort()
         let run = try Background.streamlens(["run", "--metrics", "\(port)",
@@ -191,7 +191,7 @@ struct MetricsEndpointTests {
                     if s: s.close()
             def scrape():
                 try:
-                    s = connect(); s.sendall(b"GET /metrics HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n"); data = b""
+                    s = connect(); s.sendall(b"GET /metrics HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n"); data = b""
                     while True:
                         d = s.recv(65536)
                         if not d: break
@@ -213,12 +213,12 @@ struct MetricsEndpointTests {
             for t in threads: t.join()
             print("trickling connections: %d" % connections[0])
             s = connect(); s.settimeout(15); s.sendall(b"GET /metrics HTTP/1.1\\r\\n"); t1 = time.time()
-            try: print("half a request: %s after %.1f s" % (s.recv(4096).split(b"\\r\\n")[0].decode(), time.time() - t1))
+            try: print("half a request: %s after %.0f s" % (s.recv(4096).split(b"\\r\\n")[0].decode() or "closed", time.time() - t1))
             except OSError as e: print("half a request:", type(e).__name__)
             """, String(port)], timeout: 120)
-        #expect(Self.printed(clients.stdout, "while they trickle: 503"), "the slots were not all taken: \(clients.stdout) \(clients.stderr)")
+        #expect(Self.printed(clients.stdout, "while they trickle: 200"), "\(clients.stdout) \(clients.stderr)")
         #expect(Self.printed(clients.stdout, "scrape 200 after"), "\(clients.stdout) \(clients.stderr)")
-        #expect(Self.printed(clients.stdout, "half a request: HTTP/1.1 408 Request Timeout"), "\(clients.stdout)")
+        #expect(Self.printed(clients.stdout, "half a request: closed after 10 s") || Self.printed(clients.stdout, "half a request: closed after 11 s"), "\(clients.stdout)")
         let r = run.stop(signal: SIGINT, timeout: 30)
         #expect(r.status == 0, "\(r.stderr)")
     }

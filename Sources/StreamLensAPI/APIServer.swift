@@ -1,0 +1,422 @@
+import Foundation
+import StreamLensCore
+import StreamLensGst
+import StreamLensHTTP
+import Synchronization
+
+/// `--http`: the HTTP API of `streamlens run` and `serve` (docs/http-api.md; the routes are in
+/// `OpenAPIDocument`), on `HTTPServer`.
+///
+/// Requests that only read are answered on the server's thread at once; adding and removing a
+/// source waits for the pipeline (to play, to finalize its outputs), so those run on a queue of
+/// their own and answer from there. Every change goes through the same calls as the control
+/// socket: `SourceCatalog` (SourceSet's add and remove) and `PipelineCommands.set`.
+public final class APIServer: Sendable {
+    public struct Settings: Sendable {
+        /// The bearer token every request must carry; nil: none (loopback only).
+        public var token: String?
+        /// The one origin a browser may call the API from (CORS); nil: none.
+        public var allowOrigin: String?
+        public var limits = HTTPServer.Limits()
+        public init(token: String? = nil, allowOrigin: String? = nil) {
+            self.token = token
+            self.allowOrigin = allowOrigin
+        }
+    }
+
+    public let http: HTTPServer
+    private let catalog: any SourceCatalog
+    private let settings: Settings
+    private let version: String
+    private let slow = DispatchQueue(label: "streamlens.api", attributes: .concurrent)
+    /// Open event streams, for their keep-alive comments.
+    private let streams = Mutex<[UInt64: HTTPExchange]>([:])
+    private nonisolated(unsafe) let keepAlive: DispatchSourceTimer
+    static let keepAliveSeconds = 15
+
+    /// Listens now; throws when it cannot (a busy port, an address this machine does not have),
+    /// or when the address is beyond loopback and there is no token.
+    public init(address: HTTPAddress, option: String = "--http", catalog: any SourceCatalog, settings: Settings, version: String) throws {
+        if !address.isLoopback, settings.token == nil {
+            throw HTTPServerError("\(option) \(address.host):\(address.port) listens beyond this machine: give a bearer token with --http-token-file FILE (every request must then carry it)")
+        }
+        self.catalog = catalog
+        self.settings = settings
+        self.version = version
+        keepAlive = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "streamlens.api.keepalive"))
+        let route = Router()
+        http = try HTTPServer(address: address, option: option, limits: settings.limits) { request, exchange in
+            route.handle(request, exchange)
+        }
+        route.api.withLock { $0.server = self }
+        keepAlive.schedule(deadline: .now() + .seconds(Self.keepAliveSeconds), repeating: .seconds(Self.keepAliveSeconds))
+        keepAlive.setEventHandler { [weak self] in
+            self?.streams.withLock { $0.values.forEach { $0.write(": keep-alive\n\n") } }
+        }
+        keepAlive.resume()
+    }
+
+    public func stop() {
+        keepAlive.cancel()
+        http.stop()
+    }
+
+    /// The server's answer to one request.
+    final class Router: Sendable {
+        struct WeakAPI: @unchecked Sendable { weak var server: APIServer? }
+        let api = Mutex<WeakAPI>(WeakAPI())
+        func handle(_ request: HTTPRequest, _ exchange: HTTPExchange) {
+            guard let server = api.withLock({ $0.server }) else {
+                exchange.respond(.text(503, "starting\n"))
+                return
+            }
+            server.handle(request, exchange)
+        }
+    }
+
+    // MARK: - Routes
+
+    /// Every route the server answers (the OpenAPI document lists the same; a test holds them
+    /// to each other). HEAD is answered as GET.
+    public static let routes: [(method: String, path: String)] = [
+        ("GET", "/"),
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("GET", "/metrics"),
+        ("GET", "/api/openapi.json"),
+        ("GET", "/api/sources"),
+        ("POST", "/api/sources"),
+        ("GET", "/api/sources/{name}"),
+        ("DELETE", "/api/sources/{name}"),
+        ("GET", "/api/sources/{name}/stages"),
+        ("GET", "/api/sources/{name}/stages/{stage}"),
+        ("PATCH", "/api/sources/{name}/stages/{stage}"),
+        ("GET", "/api/events"),
+    ]
+
+    /// The route pattern `path` matches, and its parameters.
+    static func match(_ path: String) -> (pattern: String, parameters: [String: String])? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let segments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
+        for pattern in Set(routes.map(\.path)) {
+            let want = pattern == "/" ? [""] : pattern.split(separator: "/").map(String.init)
+            guard want.count == segments.count else { continue }
+            var parameters: [String: String] = [:]
+            var matched = true
+            for (w, s) in zip(want, segments) {
+                if w.hasPrefix("{") { guard !s.isEmpty else { matched = false; break }; parameters[String(w.dropFirst().dropLast())] = String(s) }
+                else if w != s { matched = false; break }
+            }
+            if matched { return (pattern, parameters) }
+        }
+        return nil
+    }
+
+    func handle(_ request: HTTPRequest, _ exchange: HTTPExchange) {
+        let origin = request.header("origin")
+        let allowedOrigin = origin != nil && origin == settings.allowOrigin
+        let cors: [(String, String)] = allowedOrigin ? [("Access-Control-Allow-Origin", origin!), ("Vary", "Origin")] : []
+        if let origin {
+            if allowedOrigin {
+            } else if !sameOrigin(origin, host: request.header("host")) {
+                // A page of another site calling the API through the user's browser (which sends
+                // simple requests without asking first): refused before anything is done.
+                exchange.respond(Self.error(403, "requests from \(origin) are not allowed (--http-allow-origin ORIGIN allows one origin)"))
+                return
+            }
+        }
+        @Sendable func reply(_ response: HTTPReply) {
+            var response = response
+            response.headers += cors
+            exchange.respond(response)
+        }
+        if request.method == "OPTIONS" {
+            guard let matched = Self.match(request.path) else { return reply(Self.error(404, "no such route: \(request.path) (the routes: /api/openapi.json)")) }
+            let allow = Self.allowed(matched.pattern)
+            var response = HTTPReply(status: 204, headers: [("Allow", allow)])
+            if !cors.isEmpty {
+                response.headers += [("Access-Control-Allow-Methods", allow), ("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID"),
+                                     ("Access-Control-Max-Age", "600")]
+            }
+            return reply(response)
+        }
+        if let token = settings.token {
+            let given = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            guard let given, Self.sameToken(Array(given.utf8), Array(token.utf8)) else {
+                var response = Self.error(401, "a bearer token is required (Authorization: Bearer TOKEN, the content of --http-token-file)")
+                response.headers.append(("WWW-Authenticate", "Bearer realm=\"streamlens\""))
+                return reply(response)
+            }
+        }
+        guard let matched = Self.match(request.path) else {
+            return reply(Self.error(404, "no such route: \(request.path) (the routes: /api/openapi.json)"))
+        }
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard Self.routes.contains(where: { $0.method == method && $0.path == matched.pattern }) else {
+            var response = Self.error(405, "\(request.method) is not allowed on \(matched.pattern) (allowed: \(Self.allowed(matched.pattern)))")
+            response.headers.append(("Allow", Self.allowed(matched.pattern)))
+            return reply(response)
+        }
+        let name = matched.parameters["name"] ?? "", stage = matched.parameters["stage"] ?? ""
+        switch (method, matched.pattern) {
+        case ("GET", "/"):
+            reply(Self.json(200, "{\"name\":\"StreamLens\",\"version\":\(JSONText.string(version)),\"openapi\":\"/api/openapi.json\",\"metrics\":\"/metrics\",\"events\":\"/api/events\"}"))
+        case ("GET", "/healthz"):
+            reply(Self.json(200, "{\"alive\":true}"))
+        case ("GET", "/readyz"):
+            reply(readiness())
+        case ("GET", "/metrics"):
+            reply(.text(200, MetricsRegistry.shared.exposition(), type: "text/plain; version=0.0.4; charset=utf-8"))
+        case ("GET", "/api/openapi.json"):
+            reply(Self.json(200, OpenAPIDocument.text(version: version)))
+        case ("GET", "/api/sources"):
+            reply(Self.encoded(200, catalog.statuses()))
+        case ("POST", "/api/sources"):
+            slow.async { [self] in reply(addSource(request)) }
+        case ("GET", "/api/sources/{name}"):
+            reply(source(name))
+        case ("DELETE", "/api/sources/{name}"):
+            slow.async { [self] in reply(removeSource(name)) }
+        case ("GET", "/api/sources/{name}/stages"):
+            guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
+            reply(Self.json(200, "[" + commands.stages().map(Self.stageJSON).joined(separator: ",") + "]"))
+        case ("GET", "/api/sources/{name}/stages/{stage}"):
+            guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
+            do { reply(Self.json(200, Self.stageJSON(try commands.stage(stage)))) } catch { reply(Self.error(404, Self.message(error))) }
+        case ("PATCH", "/api/sources/{name}/stages/{stage}"):
+            reply(patch(name, stage, request))
+        case ("GET", "/api/events"):
+            events(request, exchange, cors: cors)
+        default:
+            reply(Self.error(404, "no such route: \(request.path)"))
+        }
+    }
+
+    static func allowed(_ pattern: String) -> String {
+        let methods = routes.filter { $0.path == pattern }.map(\.method)
+        return (methods + (methods.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
+    }
+
+    /// An Origin header naming this server itself (a page it served).
+    private func sameOrigin(_ origin: String, host: String?) -> Bool {
+        guard let host else { return false }
+        return origin == "http://\(host)"
+    }
+
+    /// Compared in constant time for tokens of the expected length: every byte of the expected
+    /// token is looked at whatever the given one holds.
+    static func sameToken(_ given: [UInt8], _ expected: [UInt8]) -> Bool {
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for i in 0..<expected.count { difference |= (i < given.count ? given[i] : 0) ^ expected[i] }
+        return difference == 0 && !expected.isEmpty
+    }
+
+    // MARK: - Answers
+
+    private func readiness() -> HTTPReply {
+        let all = catalog.statuses()
+        let waiting = all.filter { $0.state != SourceSet.State.playing.rawValue }
+        if waiting.isEmpty {
+            return Self.json(200, "{\"ready\":true,\"sources\":[" + all.map { JSONText.string($0.name) }.joined(separator: ",") + "]}")
+        }
+        let items = waiting.map { s in
+            "{\"name\":\(JSONText.string(s.name)),\"state\":\(JSONText.string(s.state))" + (s.error.map { ",\"error\":\(JSONText.string($0))" } ?? "") + "}"
+        }
+        return Self.json(503, "{\"ready\":false,\"not_playing\":[" + items.joined(separator: ",") + "]}")
+    }
+
+    private func noSource(_ name: String) -> HTTPReply {
+        let names = catalog.statuses().map(\.name)
+        return Self.error(404, "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))"))
+    }
+
+    /// A source's status with its stages' figures.
+    struct SourceDetail: Encodable {
+        var status: SourceSet.Status
+        var stages: [StageSummary]
+        enum Keys: String, CodingKey { case stages }
+        func encode(to encoder: any Encoder) throws {
+            try status.encode(to: encoder)
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(stages, forKey: .stages)
+        }
+    }
+
+    private func source(_ name: String) -> HTTPReply {
+        guard let status = catalog.statuses().first(where: { $0.name == name }) else { return noSource(name) }
+        return Self.encoded(200, SourceDetail(status: status, stages: catalog.stageSummaries(of: name)))
+    }
+
+    private func addSource(_ request: HTTPRequest) -> HTTPReply {
+        let body: [String: JSONValue]
+        switch Self.jsonBody(request) {
+        case .failure(let refusal): return refusal
+        case .success(let value):
+            guard case .object(let object) = value else { return Self.error(400, "the body must be a JSON object {\"name\": …, \"uri\": …}") }
+            body = object
+        }
+        guard catalog.acceptsNewSources else { return Self.error(409, catalog.add(name: "", uri: "") ?? "sources cannot be added") }
+        guard case .string(let name)? = body["name"], case .string(let uri)? = body["uri"] else {
+            return Self.error(422, "the body needs \"name\" and \"uri\", both strings")
+        }
+        if let unknown = body.keys.first(where: { $0 != "name" && $0 != "uri" }) { return Self.error(422, "unknown field \(unknown) (a source has name and uri)") }
+        guard SourceSet.isValidName(name) else { return Self.error(422, "source name '\(name)' must be 1–64 letters, digits, '-' or '_'") }
+        if let problem = SourceSet.uriProblem(uri) { return Self.error(422, problem) }
+        if catalog.statuses().contains(where: { $0.name == name }) {
+            return Self.error(409, "a source named \(name) exists already (remove it first, or choose another name)")
+        }
+        if let problem = catalog.add(name: name, uri: uri) {
+            let exists = problem.contains("exists already")
+            return Self.error(exists ? 409 : 422, String(problem.split(separator: "\n").first ?? ""))
+        }
+        var response = source(name)
+        response.status = 201
+        response.headers.append(("Location", "/api/sources/\(name)"))
+        return response
+    }
+
+    private func removeSource(_ name: String) -> HTTPReply {
+        guard catalog.acceptsNewSources else { return Self.error(409, catalog.remove(name: name) ?? "sources cannot be removed") }
+        guard let before = catalog.statuses().first(where: { $0.name == name }) else { return noSource(name) }
+        if let problem = catalog.remove(name: name) { return Self.error(404, problem) }
+        var status = before
+        status.state = before.state == SourceSet.State.failed.rawValue ? before.state : SourceSet.State.ended.rawValue
+        status.fps = 0
+        return Self.encoded(200, status)
+    }
+
+    private func patch(_ name: String, _ stage: String, _ request: HTTPRequest) -> HTTPReply {
+        guard let commands = catalog.commands(of: name) else { return noSource(name) }
+        do { _ = try commands.stage(stage) } catch { return Self.error(404, Self.message(error)) }
+        let object: [String: JSONValue]
+        switch Self.jsonBody(request) {
+        case .failure(let refusal): return refusal
+        case .success(let value):
+            guard case .object(let o) = value, !o.isEmpty else { return Self.error(422, "the body must be a JSON object of properties and values, e.g. {\"strength\": 0.5}") }
+            object = o
+        }
+        var assignments: [(name: String, value: String)] = []
+        for key in object.keys.sorted() {
+            guard let text = object[key]!.propertyText else {
+                return Self.error(422, "property \(key): the value must be a string, a number or true/false", property: key)
+            }
+            assignments.append((key, text))
+        }
+        do {
+            try commands.set(element: stage, assignments)
+        } catch {
+            return Self.error(422, error.message, property: error.property)
+        }
+
+        do { return Self.json(200, Self.stageJSON(try commands.stage(stage))) } catch { return Self.error(404, Self.message(error)) }
+    }
+
+    private func events(_ request: HTTPRequest, _ exchange: HTTPExchange, cors: [(String, String)]) {
+        let last = (request.header("last-event-id") ?? request.query["last-event-id"]).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        final class Subscription: Sendable {
+            let token = Mutex<Int?>(nil)
+            let closed = Atomic<Bool>(false)
+        }
+        let subscription = Subscription()
+        let id = exchange.id
+        let opened = exchange.openStream(headers: [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                                                   ("X-Accel-Buffering", "no")] + cors) { [weak self] in
+            subscription.closed.store(true, ordering: .relaxed)
+            if let token = subscription.token.withLock({ $0 }) { EventLog.shared.unsubscribe(token) }
+            _ = self?.streams.withLock { $0.removeValue(forKey: id) }
+        }
+        guard opened else { return }
+        exchange.write("retry: 2000\n\n")
+        streams.withLock { $0[id] = exchange }
+        let token = EventLog.shared.subscribe(after: last) { entry in
+            exchange.write("id: \(entry.id)\ndata: \(entry.json)\n\n")
+        }
+        subscription.token.withLock { $0 = token }
+        if subscription.closed.load(ordering: .relaxed) { EventLog.shared.unsubscribe(token) }
+    }
+
+    // MARK: - JSON
+
+    static func message(_ error: any Error) -> String { (error as? ControlError)?.message ?? "\(error)" }
+
+    static func json(_ status: Int, _ text: String) -> HTTPReply {
+        .text(status, text + "\n", type: "application/json")
+    }
+
+    static func error(_ status: Int, _ message: String, property: String? = nil) -> HTTPReply {
+        json(status, "{\"error\":\(JSONText.string(message))" + (property.map { ",\"property\":\(JSONText.string($0))" } ?? "") + "}")
+    }
+
+    static func encoded<T: Encodable>(_ status: Int, _ value: T) -> HTTPReply {
+        guard let data = try? JSONEncoder.stable().encode(value) else { return error(500, "could not encode the answer") }
+        return json(status, String(decoding: data, as: UTF8.self))
+    }
+
+    static func jsonBody(_ request: HTTPRequest) -> Result<JSONValue, HTTPReply> {
+        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard type == "application/json" else {
+            return .failure(error(415, "the body must be JSON, sent with Content-Type: application/json"))
+        }
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else {
+            return .failure(error(400, "the body is not valid JSON"))
+        }
+        return .success(value)
+    }
+
+    static func stageJSON(_ stage: PipelineCommands.StageState) -> String {
+        let properties = stage.properties.map { p -> String in
+            var fields: [String] = [
+                "\"name\":\(JSONText.string(p.spec.name))",
+                "\"value\":\(valueJSON(p.value))",
+                "\"default\":\(valueJSON(p.spec.defaultValue))",
+                "\"live\":\(p.spec.live)",
+                "\"readonly\":\(p.spec.readOnly)",
+            ]
+            switch p.spec.kind {
+            case .bool: fields.append("\"type\":\"boolean\"")
+            case .int(let r): fields += ["\"type\":\"integer\"", "\"minimum\":\(r.lowerBound)", "\"maximum\":\(r.upperBound)"]
+            case .double(let r): fields += ["\"type\":\"number\"", "\"minimum\":\(JSONText.number(r.lowerBound))", "\"maximum\":\(JSONText.number(r.upperBound))"]
+            case .string: fields.append("\"type\":\"string\"")
+            case .choice(let c): fields += ["\"type\":\"string\"", "\"choices\":[" + c.map(JSONText.string).joined(separator: ",") + "]"]
+            }
+            fields.append("\"help\":\(JSONText.string(p.spec.help))")
+            return "{" + fields.joined(separator: ",") + "}"
+        }
+        return "{\"name\":\(JSONText.string(stage.name)),\"factory\":\(JSONText.string(stage.factory)),\"properties\":[" + properties.joined(separator: ",") + "]}"
+    }
+
+    static func valueJSON(_ v: PropertyValue) -> String {
+        switch v {
+        case .bool(let b): return b ? "true" : "false"
+        case .int(let i): return String(i)
+        case .double(let d): return d.isFinite ? "\(d)" : "null"
+        case .string(let s): return JSONText.string(s)
+        }
+    }
+}
+
+/// A JSON value as a request body holds it.
+enum JSONValue: Decodable, Equatable {
+    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let d = try? c.decode(Double.self) { self = .number(d) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    /// A property's value as the control socket writes it (`set NAME=VALUE`); nil for what no
+    /// property takes (null, arrays, objects).
+    var propertyText: String? {
+        switch self {
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : "\(d)"
+        case .string(let s): return s
+        default: return nil
+        }
+    }
+}
