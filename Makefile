@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-track bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-track bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -53,7 +53,7 @@ test-train: build
 
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
 # pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).
-ASAN_PASS ?= StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels|MemoryBackendTests|PreprocessingTests|IoUTrackerTests|RecordSinkTests
+ASAN_PASS ?= HTTPServerTests|HTTPAPITests/hostileClientsCostOnlyTheirOwnRequests|StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels|MemoryBackendTests|PreprocessingTests|IoUTrackerTests|RecordSinkTests
 # Left out of that pass: tests that only run the same code longer (Swift Testing's filter matches
 # a test's file name too, so 'RunTests' also took RunTests.swift's CommandTests: every example of
 # the stage list, 184 s under ASan), the three-model demo (170 s) and two measurements of thread
@@ -128,6 +128,12 @@ bench-precision: build
 # run, NS="1 2 4 8"). Not part of `make bench`.
 bench-streams: build
 	bench/streams.sh $(BIN_RELEASE)
+
+# The HTTP API under load: 16 live sources in one `streamlens serve --http`, GET /api/sources and
+# PATCH latency and the frames delivered, quiet against 1000 idle connections and 8 slowloris
+# clients, interleaved rounds (bench/http_api.py; N=16 ROUNDS=3). Not part of `make bench`.
+bench-http: build
+	bench/http_api.py $(BIN_RELEASE)
 
 # All six benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run

@@ -267,7 +267,7 @@ static void handler(SoupServer *soup, SoupServerMessage *msg, const char *path, 
 static void server_request_finished(SoupServer *soup, SoupServerMessage *msg, gpointer data) {
     (void)soup;
     SLHTTPServer *s = data;
-    // Kept alive: the next request has its time from now.
+    // libsoup closes the connection now; should it not, it is closed at the deadline.
     arm(connection_of(s, msg), s->limits.request_seconds);
 }
 
@@ -327,6 +327,10 @@ static gboolean do_reply(gpointer data) {
         p->responded = TRUE;
         soup_server_message_set_status(p->msg, r->status, NULL);
         set_headers(p->msg, r->headers);
+        // One request per connection: libsoup keeps a connection open for another request only
+        // when it accepted it through a listener of its own, and these are accepted here (to be
+        // counted and timed), so the client is told the connection ends with the answer.
+        soup_message_headers_replace(soup_server_message_get_response_headers(p->msg), "Connection", "close");
         if (length) soup_message_body_append(body, SOUP_MEMORY_COPY, bytes, length);
         arm(connection_of(s, p->msg), s->limits.response_seconds);
         resume(p);

@@ -43,11 +43,12 @@ public final class APIServer: Sendable {
         self.catalog = catalog
         self.settings = settings
         self.version = version
-        keepAlive = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "streamlens.api.keepalive"))
         let route = Router()
         http = try HTTPServer(address: address, option: option, limits: settings.limits) { request, exchange in
             route.handle(request, exchange)
         }
+        // Made once the server listens: a timer source let go before it was resumed traps.
+        keepAlive = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "streamlens.api.keepalive"))
         route.api.withLock { $0.server = self }
         keepAlive.schedule(deadline: .now() + .seconds(Self.keepAliveSeconds), repeating: .seconds(Self.keepAliveSeconds))
         keepAlive.setEventHandler { [weak self] in

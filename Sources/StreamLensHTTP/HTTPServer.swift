@@ -1,5 +1,8 @@
 import CHTTPShim
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// An address to listen on: "PORT" (loopback), "ADDRESS:PORT", "[IPv6]:PORT"; numeric
@@ -24,6 +27,10 @@ public struct HTTPAddress: Sendable, Equatable {
             throw HTTPServerError("\(option) \(text): the port must be a number from 1 to 65535 (\(option) 9464 or \(option) 127.0.0.1:9464)")
         }
         guard !host.isEmpty else { throw HTTPServerError("\(option) \(text): the address is empty (\(option) 127.0.0.1:\(port))") }
+        var v4 = in_addr(), v6 = in6_addr()
+        guard inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 else {
+            throw HTTPServerError("\(option): \(host) is not a numeric IP address (127.0.0.1, 0.0.0.0, ::1)")
+        }
         self.host = host
         self.port = port
     }
@@ -85,7 +92,7 @@ public final class HTTPServer: Sendable {
     public struct Limits: Sendable {
         public var maxBody = 64 * 1024
         public var maxConnections = 1024
-        /// To send each request, head and body, from connecting or from the previous answer.
+        /// To send the request, head and body, from connecting (one request a connection).
         public var requestSeconds = 10
         /// To take each answer.
         public var responseSeconds = 30

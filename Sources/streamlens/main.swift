@@ -229,6 +229,13 @@ func serveCommand(_ args: [String]) -> Int32 {
 /// opened, and a client sees the process (its memory, the stages as they come up) at once.
 func startAPI(_ http: HTTPOptions, catalog: any SourceCatalog, quiet: Bool) -> APIServer {
     guard let address = http.address else { fail("no --http address", code: 2) }
+    // Each connection is a descriptor: the soft limit (often 1024) is raised to the hard one so
+    // that the server's own connection limit, not the process's, is what a flood meets.
+    var limit = rlimit()
+    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < min(limit.rlim_max, 65536) {
+        limit.rlim_cur = min(limit.rlim_max, 65536)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
     var settings = APIServer.Settings(allowOrigin: http.allowOrigin)
     if let file = http.tokenFile { settings.token = readToken(file) }
     let server: APIServer
@@ -247,7 +254,7 @@ func readToken(_ path: String) -> String {
     guard let text = String(data: data, encoding: .utf8) else { fail("--http-token-file \(path): the token is not UTF-8 text", code: 2) }
     var token = text
     while let last = token.last, last.isWhitespace { token.removeLast() }
-    guard !token.isEmpty else { fail("--http-token-file \(path) is empty: write the token in it (e.g. head -c 24 /dev/urandom | base64 > \(path))", code: 2) }
+    guard !token.isEmpty else { fail("--http-token-file \(path) is empty: write the token in it (e.g. openssl rand -hex 24 > \(path))", code: 2) }
     guard !token.contains(where: { $0.isNewline || $0 == " " }) else {
         fail("--http-token-file \(path): the token is one line with no spaces (it goes in an Authorization: Bearer header)", code: 2)
     }

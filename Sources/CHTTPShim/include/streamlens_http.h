@@ -7,9 +7,10 @@
 // sl_http_stream_close or the client leaves (`on_stream_closed`).
 //
 // What a client may cost (SLHTTPLimits): connections are counted as they are accepted and past
-// `max_connections` answered 503 and closed at once; a connection must deliver each request
-// (its head and body) within `request_seconds` of connecting or of its previous answer, and take
-// each answer within `response_seconds`, or it is shut down; a body above `max_body` is refused
+// `max_connections` answered 503 and closed at once; a connection carries one request (answers
+// say Connection: close: libsoup keeps only its own listeners' connections alive), which must
+// arrive (head and body) within `request_seconds` of connecting, and its answer be taken within
+// `response_seconds`, or it is shut down; a body above `max_body` is refused
 // (413) before it is read, one without a length (chunked) too (411); a streamed answer whose
 // client has not taken `max_stream_backlog` bytes is ended. Heads are bounded by libsoup itself
 // (64 KB: 400 beyond).
