@@ -19,14 +19,17 @@ public struct FrameEvent: Sendable, Equatable, Codable {
     public var time: Double?
     /// "left": how long the object was inside, seconds.
     public var dwell: Double?
+    /// "snapshot" (lenssnapshot's, on the bus and the API only): the picture's file.
+    public var path: String?
 
-    public init(type: String, zone: String, objectId: Int, label: String, direction: String? = nil, time: Double? = nil, dwell: Double? = nil) {
+    public init(type: String, zone: String, objectId: Int, label: String, direction: String? = nil, time: Double? = nil, dwell: Double? = nil,
+                path: String? = nil) {
         self.type = type; self.zone = zone; self.objectId = objectId; self.label = label
-        self.direction = direction; self.time = time; self.dwell = dwell
+        self.direction = direction; self.time = time; self.dwell = dwell; self.path = path
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, zone, label, direction, time, dwell
+        case type, zone, label, direction, time, dwell, path
         case objectId = "object_id"
     }
 }

@@ -49,6 +49,11 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// refused); the host asks after every frame and every settings change and prints them.
     func takeNotices() -> [StageNotice]
 
+    /// Events of the stage's own since the last call, for the bus (`streamlens-event`) and the
+    /// HTTP API's event stream but not written onto the frame (lenstrack's new tracks,
+    /// lenssnapshot's snapshots); the host asks after every frame the stage forwards.
+    func takeEvents() -> [FrameEvent]
+
     /// The stage's own measurements for Prometheus (`streamlens run --metrics`): inference
     /// times, model and device, messages sent… (names and conventions: `Metric`). The host asks
     /// a few times a second on the stage's thread and adds the `stage` label and the frame
@@ -78,6 +83,7 @@ extension Stage {
     public var summary: String? { nil }
     public var readings: [String: String] { [:] }
     public func takeNotices() -> [StageNotice] { [] }
+    public func takeEvents() -> [FrameEvent] { [] }
     public var metrics: [Metric] { [] }
 }
 

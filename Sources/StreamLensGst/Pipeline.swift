@@ -249,9 +249,9 @@ public final class Pipeline {
         if let json = sl_message_parse_event(message) {
             EventLog.shared.append(source: eventSource, stage: sourceName(message), eventJSON: String(cString: json))
             guard options.verbose, let e = FrameRecords.decode(FrameEvent.self, String(cString: json)) else { return }
-            var what = "\(e.type) \(e.zone)" + (e.direction.map { " \($0)" } ?? "")
+            var what = e.type + (e.zone.isEmpty ? "" : " \(e.zone)") + (e.direction.map { " \($0)" } ?? "")
             what += " (\(e.label.isEmpty ? "object" : e.label) #\(e.objectId)" + (e.time.map { String(format: " at %.2f s", $0) } ?? "")
-            what += (e.dwell.map { String(format: ", %.2f s inside", $0) } ?? "") + ")"
+            what += (e.dwell.map { String(format: ", %.2f s inside", $0) } ?? "") + ")" + (e.path.map { ": \($0)" } ?? "")
             log("\(sourceName(message)): \(what)")
             return
         }

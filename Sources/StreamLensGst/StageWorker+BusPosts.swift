@@ -55,6 +55,10 @@ extension StageWorker {
     /// from the stage (docs/metadata.md): applications watch the bus instead of parsing files.
     func postEvents(of pixels: SamplePixels) {
         publishReadings()
+        for event in stage.takeEvents() {
+            sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
+                                event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
+        }
         let now = pixels.frameRecord(FrameRecords.events)
         guard now != pixels.eventsOnArrival, let events = FrameRecords.decode([FrameEvent].self, now) else { return }
         let before = FrameRecords.decode([FrameEvent].self, pixels.eventsOnArrival)?.count ?? 0

@@ -122,6 +122,7 @@ public final class SnapshotStage: Stage {
     private var lastShot: [String: UInt64] = [:]
     private var suppressed = 0
     private var submitted = 0
+    private var taken: [FrameEvent] = []
     private var framerate: Double = 0
     private var ended = false
     private var unfinished = false
@@ -267,8 +268,16 @@ public final class SnapshotStage: Stage {
                                     width: f.width, height: f.height, crop: isCrop ? rect : nil,
                                     objectId: region?.objectId, detections: regions.map(MetadataWriter.Region.init))
         // Live (the frame has an age): 4 waiting at most; a file: up to 256 MB (SnapshotWriter).
-        writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record),
-                      live: frame.ageOnArrival != nil)
+        if writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record),
+                         live: frame.ageOnArrival != nil) {
+            taken.append(FrameEvent(type: "snapshot", zone: "", objectId: region?.objectId ?? -1, label: label,
+                                    time: frame.pts.map { Double($0) / 1e9 }, path: path))
+        }
+    }
+
+    public func takeEvents() -> [FrameEvent] {
+        defer { taken = [] }
+        return taken
     }
 
     /// Local time with its offset and milliseconds: 2026-12-02T09:15:03.250+01:00.

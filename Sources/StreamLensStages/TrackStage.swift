@@ -69,6 +69,9 @@ public final class TrackStage: Stage {
     private var notices: [StageNotice] = []
     private var updateTimes: [Double] = []
     private var predictedReported = 0
+    /// Ids are given in order: those above this one are new (a `track` event each).
+    private var announcedUpTo = 0
+    private var newTracks: [FrameEvent] = []
 
     public init(settings: StageSettings) throws {
         self.settings = try Settings(settings)
@@ -104,6 +107,11 @@ public final class TrackStage: Stage {
                 if let d = report.detection {
                     var region = all[tracked[d]]
                     guard region.objectId != report.id else { continue }
+                    if report.id > announcedUpTo {
+                        announcedUpTo = report.id
+                        newTracks.append(FrameEvent(type: "track", zone: "", objectId: report.id, label: region.label,
+                                                    time: frame.pts.map { Double($0) / 1e9 }))
+                    }
                     region.objectId = report.id
                     frame.pixels.updateRegionOfInterest(region, at: tracked[d])
                 } else if report.id >= 0 {
@@ -117,6 +125,11 @@ public final class TrackStage: Stage {
         updateTimes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e3)
         if updateTimes.count > 4096 { updateTimes.removeFirst(2048) }
         return .forward
+    }
+
+    public func takeEvents() -> [FrameEvent] {
+        defer { newTracks = [] }
+        return newTracks
     }
 
     /// A confirmed track the detector did not find here, at its predicted place (clipped to the

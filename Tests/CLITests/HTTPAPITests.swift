@@ -242,24 +242,35 @@ import Testing
         }
     }
 
-    /// lenszone's crossing of the astronaut's face reaches the event stream as it happens, naming
-    /// the source and the stage.
-    @Test func zoneCrossingsReachTheEventStream() throws {
+    /// The stages' events reach the event stream as they happen, each naming the source and the
+    /// stage: lenstrack's new id for the astronaut's face, lenssnapshot's picture of it (its file
+    /// written), lenszone's crossing.
+    @Test func stageEventsReachTheEventStream() throws {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let clip = try ZoneStagesTests.crossingFaceClip(in: dir)
         let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
         // The clip is played live (identity sync) so that the stream is open before the face crosses.
-        let spec = "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! identity sync=true ! lensdetect model=Models/face-full-range.json threshold=0.5 draw=false ! lenstrack ! lenszone name=zones lines=mid:320,360,320,0 ! fakesink"
+        let spec = "filesrc location=\(clip) ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! identity sync=true ! lensdetect model=Models/face-full-range.json threshold=0.5 draw=false ! lenstrack ! lenszone name=zones lines=mid:320,360,320,0 ! lenssnapshot on=track what=crop path=\(dir.path)/snaps/face-{id}.jpg ! fakesink"
         let run = try Background.streamlens(["run", "--http", "\(port)", spec])
         try #require(Self.waitFor("\(u)/healthz", process: run), "\(run.stderr)")
         let events = try Background(URL(fileURLWithPath: "/usr/bin/curl"), ["-sN", "\(u)/api/events?last-event-id=0"])
         #expect(events.waitFor("\"type\":\"crossed\"", in: \.stdout, timeout: 60), "\(events.stdout) \(run.stderr)")
-        let crossed = Self.sse(events.stdout).map(\.data).filter { $0["type"] as? String == "crossed" }
-        #expect(crossed.count == 1 && crossed.first?["source"] as? String == "main" && crossed.first?["stage"] as? String == "zones"
-                && crossed.first?["zone"] as? String == "mid" && crossed.first?["direction"] as? String == "in", "\(crossed)")
+        let received = Self.sse(events.stdout).map(\.data).filter { $0["source"] as? String == "main" }
+        let crossed = received.filter { $0["type"] as? String == "crossed" }
+        #expect(crossed.count == 1 && crossed.first?["stage"] as? String == "zones" && crossed.first?["zone"] as? String == "mid"
+                && crossed.first?["direction"] as? String == "in" && crossed.first?["object_id"] as? Int == 1, "\(crossed)")
+        let tracks = received.filter { $0["type"] as? String == "track" }
+        #expect(tracks.count == 1 && tracks.first?["stage"] as? String == "lenstrack0" && tracks.first?["object_id"] as? Int == 1
+                && tracks.first?["label"] as? String == "face", "\(tracks)")
+        let snapshots = received.filter { $0["type"] as? String == "snapshot" }
+        #expect(snapshots.count == 1 && snapshots.first?["path"] as? String == "\(dir.path)/snaps/face-1.jpg", "\(snapshots)")
+        // In the order they happened: the id first, the crossing last.
+        let order = received.compactMap { $0["type"] as? String }.filter { ["track", "snapshot", "crossed"].contains($0) }
+        #expect(order == ["track", "snapshot", "crossed"], "\(order)")
         _ = events.stop(signal: SIGTERM)
         #expect(run.waitForExit(timeout: 60))
+        #expect(FileManager.default.fileExists(atPath: "\(dir.path)/snaps/face-1.jpg"))
     }
 
     /// Beyond loopback a token is required to start; with one, every request without it or with
