@@ -214,11 +214,28 @@ import Testing
         #expect(try Self.curl("\(u)/api/sources").body.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
         #expect(try Self.request("DELETE", "\(u)/api/sources/cam1").status == 404)
 
+        // A source that has ended is not ready: /readyz says which and why, until it is removed.
+        let short = dir.appendingPathComponent("short.mp4").path
+        let cut = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-y", "-i", clip, "-t", "1", "-c", "copy", short], timeout: 60)
+        try #require(cut.status == 0, "\(cut.stderr)")
+        #expect(try Self.request("POST", "\(u)/api/sources", json: #"{"name":"brief","uri":"file://\#(short)"}"#).status == 201)
+        var ready = try Self.curl("\(u)/readyz")
+        for _ in 0..<100 where ready.status == 200 {
+            usleep(100_000)
+            ready = try Self.curl("\(u)/readyz")
+        }
+        let waiting = ready.object["not_playing"] as? [[String: Any]] ?? []
+        #expect(ready.status == 503 && waiting.first?["name"] as? String == "brief" && waiting.first?["state"] as? String == "ended", "\(ready.body)")
+        #expect(try Self.request("DELETE", "\(u)/api/sources/brief").status == 200)
+        #expect(try Self.curl("\(u)/readyz").status == 200)
+
         // The stream: id and data lines, each event naming its source.
-        #expect(events.waitFor("\"type\":\"source-removed\"", in: \.stdout), "\(events.stdout)")
+        #expect(events.waitFor("\"type\":\"source-removed\"", count: 2, in: \.stdout), "\(events.stdout)")
         let received = Self.sse(events.stdout)
         let cam1 = received.filter { $0.data["source"] as? String == "cam1" }.map { $0.data["type"] as? String ?? "" }
         #expect(cam1 == ["source-added", "source-playing", "source-ended", "source-removed"], "\(received)")
+        let brief = received.filter { $0.data["source"] as? String == "brief" }.map { $0.data["type"] as? String ?? "" }
+        #expect(brief == ["source-added", "source-playing", "source-ended", "source-removed"], "\(received)")
         #expect(received.map(\.id) == received.map(\.id).sorted() && Set(received.map(\.id)).count == received.count)
         // Reconnecting after the first: the rest again, from the replay window.
         let first = try #require(received.first?.id)
