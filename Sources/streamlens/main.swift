@@ -14,7 +14,7 @@ let usage = """
     usage: streamlens run [-q] [-v] [--mode auto|lossless|live] [--timeout S] [--eos-timeout S] [--control -|SOCKET]
                           [--control-elements] [--control-group GROUP] [--http [ADDRESS:]PORT]
                           [--http-token-file FILE] [--http-allow-origin ORIGIN] SPEC [NAME=value …]
-           streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control adds and removes them)
+           streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control or --http adds and removes them)
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [--markdown] [STAGE…]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
