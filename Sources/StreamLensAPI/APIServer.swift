@@ -114,6 +114,13 @@ public final class APIServer: Sendable {
     }
 
     func handle(_ request: HTTPRequest, _ exchange: HTTPExchange) {
+        // With no token the API is loopback's alone: a Host header naming anything else is a
+        // page of some other site whose name was pointed at 127.0.0.1 (DNS rebinding), which
+        // the Origin check below would take for this server's own.
+        if settings.token == nil, let host = request.header("host"), !Self.isLoopbackHost(host) {
+            exchange.respond(Self.error(403, "Host \(host) is not this machine's loopback name (localhost, 127.0.0.1, [::1]): refused"))
+            return
+        }
         let origin = request.header("origin")
         let allowedOrigin = origin != nil && origin == settings.allowOrigin
         let cors: [(String, String)] = allowedOrigin ? [("Access-Control-Allow-Origin", origin!), ("Vary", "Origin")] : []
@@ -196,6 +203,14 @@ public final class APIServer: Sendable {
     static func allowed(_ pattern: String) -> String {
         let methods = routes.filter { $0.path == pattern }.map(\.method)
         return (methods + (methods.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
+    }
+
+    /// localhost, 127.x.x.x or [::1], with or without a port.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasPrefix("[") { name = String(name.prefix { $0 != "]" }.dropFirst()) }
+        else if let colon = name.lastIndex(of: ":") { name = String(name[..<colon]) }
+        return name == "localhost" || name == "::1" || (name.hasPrefix("127.") && name.split(separator: ".").count == 4 && name.split(separator: ".").allSatisfy { UInt8($0) != nil })
     }
 
     /// An Origin header naming this server itself (a page it served).

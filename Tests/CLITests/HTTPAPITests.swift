@@ -339,6 +339,13 @@ import Testing
                 && (preflight.headers["access-control-allow-headers"] ?? "").contains("Authorization"), "\(preflight.headers)")
         let same = try Self.curl("\(u)/api/sources", headers: ["Origin: http://127.0.0.1:\(port)"])
         #expect(same.status == 200 && same.headers["access-control-allow-origin"] == nil)
+        // DNS rebinding: a page of evil.example.com whose name now points at 127.0.0.1 is
+        // same-origin with itself; its Host header gives it away.
+        let rebound = try Self.request("PATCH", "\(u)/api/sources/main/stages/hide", json: #"{"margin": 1.5}"#,
+                                       headers: ["Host: evil.example.com:\(port)", "Origin: http://evil.example.com:\(port)"])
+        #expect(rebound.status == 403 && (rebound.object["error"] as? String ?? "").contains("not this machine's loopback name"), "\(rebound.body)")
+        #expect(try Self.curl("\(u)/api/sources", headers: ["Host: localhost:\(port)"]).status == 200)
+        #expect(Self.properties(try Self.curl("\(u)/api/sources/main/stages/hide"))["margin"]?["value"] as? Double == 0.15)
         _ = run.stop(signal: SIGINT, timeout: 30)
     }
 

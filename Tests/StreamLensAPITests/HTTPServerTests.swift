@@ -161,6 +161,10 @@ import Testing
         #expect(APIServer.match("/api/sources/")?.pattern == "/api/sources")
         #expect(APIServer.match("/")?.pattern == "/")
         #expect(APIServer.match("/api/sources/a/b") == nil && APIServer.match("/api") == nil)
+        for host in ["localhost", "localhost:8080", "127.0.0.1:9", "127.1.2.3", "[::1]:8080", "LOCALHOST"] { #expect(APIServer.isLoopbackHost(host), "\(host)") }
+        for host in ["evil.com", "evil.com:8080", "127.0.0.1.evil.com", "127.0.0.300", "[::2]:80", "0.0.0.0:80", "localhost.evil.com"] {
+            #expect(!APIServer.isLoopbackHost(host), "\(host)")
+        }
     }
 
     // MARK: - Raw sockets
