@@ -50,7 +50,6 @@ struct Pending {
     SLHTTPServer *server;
     uint64_t id;
     SoupServerMessage *msg;
-    char *peer;
     gboolean paused, responded, streaming;
     gsize backlog;
     gulong finished_handler, disconnected_handler, wrote_handler;
@@ -173,7 +172,6 @@ static void free_pending(gpointer data) {
     if (p->wrote_handler) g_signal_handler_disconnect(p->msg, p->wrote_handler);
     if (p->streaming && !p->server->stopping) p->server->on_stream_closed(p->server->callback_context, p->id);
     g_object_unref(p->msg);
-    g_free(p->peer);
     g_free(p);
 }
 
@@ -231,7 +229,6 @@ static void handler(SoupServer *soup, SoupServerMessage *msg, const char *path, 
     p->server = s;
     p->id = ++s->next_id;
     p->msg = g_object_ref(msg);
-    p->peer = address_key(soup_server_message_get_remote_address(msg));
     g_hash_table_insert(s->pending, &p->id, p);
     p->finished_handler = g_signal_connect(msg, "finished", G_CALLBACK(message_done), p);
     p->disconnected_handler = g_signal_connect(msg, "disconnected", G_CALLBACK(message_done), p);

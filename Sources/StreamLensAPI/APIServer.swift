@@ -124,14 +124,11 @@ public final class APIServer: Sendable {
         let origin = request.header("origin")
         let allowedOrigin = origin != nil && origin == settings.allowOrigin
         let cors: [(String, String)] = allowedOrigin ? [("Access-Control-Allow-Origin", origin!), ("Vary", "Origin")] : []
-        if let origin {
-            if allowedOrigin {
-            } else if !sameOrigin(origin, host: request.header("host")) {
-                // A page of another site calling the API through the user's browser (which sends
-                // simple requests without asking first): refused before anything is done.
-                exchange.respond(Self.error(403, "requests from \(origin) are not allowed (--http-allow-origin ORIGIN allows one origin)"))
-                return
-            }
+        if let origin, !allowedOrigin, !sameOrigin(origin, host: request.header("host")) {
+            // A page of another site calling the API through the user's browser (which sends
+            // simple requests without asking first): refused before anything is done.
+            exchange.respond(Self.error(403, "requests from \(origin) are not allowed (--http-allow-origin ORIGIN allows one origin)"))
+            return
         }
         @Sendable func reply(_ response: HTTPReply) {
             var response = response
@@ -242,8 +239,7 @@ public final class APIServer: Sendable {
     }
 
     private func noSource(_ name: String) -> HTTPReply {
-        let names = catalog.statuses().map(\.name)
-        return Self.error(404, "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))"))
+        Self.error(SourceRefusal.unknown(name, among: catalog.statuses().map(\.name)))
     }
 
     /// A source's status with its stages' figures.
@@ -271,20 +267,13 @@ public final class APIServer: Sendable {
             guard case .object(let object) = value else { return Self.error(400, "the body must be a JSON object {\"name\": …, \"uri\": …}") }
             body = object
         }
-        guard catalog.acceptsNewSources else { return Self.error(409, catalog.add(name: "", uri: "") ?? "sources cannot be added") }
+        if !catalog.acceptsNewSources, let refusal = catalog.add(name: "", uri: "") { return Self.error(refusal) }
         guard case .string(let name)? = body["name"], case .string(let uri)? = body["uri"] else {
             return Self.error(422, "the body needs \"name\" and \"uri\", both strings")
         }
         if let unknown = body.keys.first(where: { $0 != "name" && $0 != "uri" }) { return Self.error(422, "unknown field \(unknown) (a source has name and uri)") }
-        guard SourceSet.isValidName(name) else { return Self.error(422, "source name '\(name)' must be 1–64 letters, digits, '-' or '_'") }
-        if let problem = SourceSet.uriProblem(uri) { return Self.error(422, problem) }
-        if catalog.statuses().contains(where: { $0.name == name }) {
-            return Self.error(409, "a source named \(name) exists already (remove it first, or choose another name)")
-        }
-        if let problem = catalog.add(name: name, uri: uri) {
-            let exists = problem.contains("exists already")
-            return Self.error(exists ? 409 : 422, String(problem.split(separator: "\n").first ?? ""))
-        }
+        // The name, the URI and whether the name is taken are checked by the catalog (under its lock).
+        if let refusal = catalog.add(name: name, uri: uri) { return Self.error(refusal) }
         var response = source(name)
         response.status = 201
         response.headers.append(("Location", "/api/sources/\(name)"))
@@ -292,9 +281,9 @@ public final class APIServer: Sendable {
     }
 
     private func removeSource(_ name: String) -> HTTPReply {
-        guard catalog.acceptsNewSources else { return Self.error(409, catalog.remove(name: name) ?? "sources cannot be removed") }
+        if !catalog.acceptsNewSources, let refusal = catalog.remove(name: name) { return Self.error(refusal) }
         guard let before = catalog.statuses().first(where: { $0.name == name }) else { return noSource(name) }
-        if let problem = catalog.remove(name: name) { return Self.error(404, problem) }
+        if let refusal = catalog.remove(name: name) { return Self.error(refusal) }
         var status = before
         status.state = before.state == SourceSet.State.failed.rawValue ? before.state : SourceSet.State.ended.rawValue
         status.fps = 0
@@ -357,6 +346,17 @@ public final class APIServer: Sendable {
 
     static func json(_ status: Int, _ text: String) -> HTTPReply {
         .text(status, text + "\n", type: "application/json")
+    }
+
+    /// A catalog's refusal: its message (first line) with the status its reason calls for.
+    static func error(_ refusal: SourceRefusal) -> HTTPReply {
+        let status: Int
+        switch refusal.reason {
+        case .invalid, .didNotStart: status = 422
+        case .taken, .notHere: status = 409
+        case .unknown: status = 404
+        }
+        return error(status, String(refusal.message.split(separator: "\n").first ?? ""))
     }
 
     static func error(_ status: Int, _ message: String, property: String? = nil) -> HTTPReply {
@@ -430,7 +430,7 @@ enum JSONValue: Decodable, Equatable {
     var propertyText: String? {
         switch self {
         case .bool(let b): return b ? "true" : "false"
-        case .number(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : "\(d)"
+        case .number(let d): return JSONText.number(d)
         case .string(let s): return s
         default: return nil
         }

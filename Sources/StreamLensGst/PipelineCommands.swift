@@ -122,14 +122,7 @@ public final class PipelineCommands: @unchecked Sendable {
         guard let d = stageDescriptor(of: element) else { return nil }
         let properties = d.properties.map { spec -> PropertyState in
             let text = takeString(sl_object_get_as_string(element, spec.name)) ?? ""
-            let value: PropertyValue
-            switch spec.kind {
-            case .bool: value = .bool(text == "true" || text == "TRUE" || text == "1")
-            case .int: value = Int(text).map { .int($0) } ?? .string(text)
-            case .double: value = Double(text).map { .double($0) } ?? .string(text)
-            case .string, .choice: value = .string(text)
-            }
-            return PropertyState(spec: spec, value: value)
+            return PropertyState(spec: spec, value: (try? spec.parse(text)) ?? .string(text))
         }
         return StageState(name: objectName(element), factory: d.name, properties: properties)
     }

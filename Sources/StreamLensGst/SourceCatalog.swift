@@ -10,11 +10,39 @@ public protocol SourceCatalog: AnyObject, Sendable {
     var acceptsNewSources: Bool { get }
     func statuses() -> [SourceSet.Status]
     /// Starts a source; nil once it plays, or why not.
-    func add(name: String, uri: String) -> String?
+    func add(name: String, uri: String) -> SourceRefusal?
     /// Ends a source (its outputs finalized) and forgets it; nil once done, or why not.
-    func remove(name: String) -> String?
+    func remove(name: String) -> SourceRefusal?
     func commands(of name: String) -> PipelineCommands?
     func stageSummaries(of name: String) -> [StageSummary]
+}
+
+/// Why a source was not added or removed: what kind of refusal (the HTTP API's status code) and
+/// the message the control socket answers too.
+public struct SourceRefusal: Error, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// A bad name or URI, or a template that does not parse with it: nothing was built.
+        case invalid
+        /// The name is taken.
+        case taken
+        /// No source of that name.
+        case unknown
+        /// Built, but it did not start (and is not kept).
+        case didNotStart
+        /// This host does not add or remove sources (run), or is ending.
+        case notHere
+    }
+    public var reason: Reason
+    public var message: String
+    public init(_ reason: Reason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    /// "no source named X (sources: …)".
+    public static func unknown(_ name: String, among names: [String]) -> SourceRefusal {
+        SourceRefusal(.unknown, "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))"))
+    }
 }
 
 /// One stage's figures in a source's status.
@@ -41,8 +69,10 @@ public final class RunSource: SourceCatalog, @unchecked Sendable {
     private let pipeline: Pipeline
     private let commands: PipelineCommands
     private let uri: String
+    private let firstStage: String?
     private let added = Date()
-    private struct State { var state = SourceSet.State.starting; var error: String?; var final: [StageSummary]? }
+    /// `final`: the stages' figures when the run ended (their workers are gone then).
+    private struct State { var state = SourceSet.State.starting; var error: String?; var final: [StageFigures]? }
     private let state = Mutex(State())
 
     /// Watches `pipeline` (its `onPlaying` and `onStopping` are this source's from now on).
@@ -50,12 +80,13 @@ public final class RunSource: SourceCatalog, @unchecked Sendable {
         self.pipeline = pipeline
         commands = PipelineCommands(pipeline: pipeline, access: access)
         uri = pipeline.description
+        firstStage = pipeline.stages.first.map { objectName($0) }
         pipeline.onPlaying = { [weak self] in
             self?.state.withLock { if $0.state == .starting { $0.state = .playing } }
             EventLog.shared.append(source: RunSource.name, type: "source-playing")
         }
         pipeline.onStopping = { [weak self] in
-            let final = StageFigures.of(source: nil).map(StageSummary.init).map { s -> StageSummary in var s = s; s.fps = 0; return s }
+            let final = StageFigures.of(source: nil).map { f -> StageFigures in var f = f; f.framesPerSecond = 0; return f }
             self?.state.withLock { $0.final = final }
         }
     }
@@ -81,26 +112,23 @@ public final class RunSource: SourceCatalog, @unchecked Sendable {
 
     public func statuses() -> [SourceSet.Status] {
         let s = state.withLock { $0 }
-        let stages = s.final ?? stageSummaries(of: Self.name)
-        let first = stages.first
-        return [SourceSet.Status(name: Self.name, uri: uri, state: s.state.rawValue, fps: first?.fps ?? 0, frames: first?.frames ?? 0,
-                                 drops: stages.reduce(0) { $0 + $1.drops }, restarts: stages.reduce(0) { $0 + $1.restarts },
-                                 seconds: (Date().timeIntervalSince(added) * 10).rounded() / 10, error: s.error)]
+        let f = SourceSet.Figures(stages: s.final ?? StageFigures.of(source: nil), firstStage: firstStage)
+        return [SourceSet.Status(name: Self.name, uri: uri, state: s.state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
+                                 restarts: f.restarts, seconds: (Date().timeIntervalSince(added) * 10).rounded() / 10, error: s.error)]
     }
 
-    public func add(name: String, uri: String) -> String? {
-        "streamlens run has one source, \(Self.name) (its pipeline); streamlens serve --http adds and removes sources"
+    public func add(name: String, uri: String) -> SourceRefusal? {
+        SourceRefusal(.notHere, "streamlens run has one source, \(Self.name) (its pipeline); streamlens serve --http adds and removes sources")
     }
 
-    public func remove(name: String) -> String? {
-        "streamlens run has one source, \(Self.name) (its pipeline): Ctrl-C or SIGTERM ends it; streamlens serve --http adds and removes sources"
+    public func remove(name: String) -> SourceRefusal? {
+        SourceRefusal(.notHere, "streamlens run has one source, \(Self.name) (its pipeline): Ctrl-C or SIGTERM ends it; streamlens serve --http adds and removes sources")
     }
 
     public func commands(of name: String) -> PipelineCommands? { name == Self.name ? commands : nil }
 
     public func stageSummaries(of name: String) -> [StageSummary] {
         guard name == Self.name else { return [] }
-        if let final = state.withLock({ $0.final }) { return final }
-        return StageFigures.of(source: nil).map(StageSummary.init)
+        return (state.withLock { $0.final } ?? StageFigures.of(source: nil)).map(StageSummary.init)
     }
 }

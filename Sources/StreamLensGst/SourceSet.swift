@@ -71,16 +71,22 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// A source's figures in `sources`.
     struct Figures {
         var fps = 0.0, frames = 0, drops = 0, restarts = 0
+
+        /// From its stages' (`StageFigures`, published with their metrics): the first stage's
+        /// rate and frames, every stage's drops and restarts.
+        init(stages: [StageFigures], firstStage: String?) {
+            let first = stages.first { $0.stage == firstStage }
+            fps = ((first?.framesPerSecond ?? 0) * 10).rounded() / 10
+            frames = first?.framesReceived ?? 0
+            drops = stages.reduce(0) { $0 + $1.framesDropped }
+            restarts = stages.reduce(0) { $0 + $1.restarts }
+        }
     }
 
-    /// A source's figures from its stages' (`StageFigures`, published with their metrics, by
-    /// source: every source's pipeline has the same stage names): the first stage's rate and
-    /// frames, every stage's drops and restarts.
+    /// A source's figures from its stages' (by source: every source's pipeline has the same
+    /// stage names).
     static func figures(of source: Source) -> Figures {
-        let stages = StageFigures.of(source: source.name)
-        let first = stages.first { $0.stage == source.stageNames.first }
-        return Figures(fps: ((first?.framesPerSecond ?? 0) * 10).rounded() / 10, frames: first?.framesReceived ?? 0,
-                       drops: stages.reduce(0) { $0 + $1.framesDropped }, restarts: stages.reduce(0) { $0 + $1.restarts })
+        Figures(stages: StageFigures.of(source: source.name), firstStage: source.stageNames.first)
     }
 
     /// The pipeline text for one source.
@@ -129,29 +135,29 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// and the source is not kept, unless its pipeline was left behind stuck opening its input:
     /// listed as failed until removed). Refused at once: a bad or taken name, a bad URI, a
     /// template that does not parse with this URI.
-    public func add(name: String, uri: String) -> String? {
-        guard Self.isValidName(name) else { return "source name '\(name)' must be 1–64 letters, digits, '-' or '_'" }
-        if let problem = Self.uriProblem(uri) { return problem }
+    public func add(name: String, uri: String) -> SourceRefusal? {
+        guard Self.isValidName(name) else { return SourceRefusal(.invalid, "source name '\(name)' must be 1–64 letters, digits, '-' or '_'") }
+        if let problem = Self.uriProblem(uri) { return SourceRefusal(.invalid, problem) }
         // Made and listed under the lock (a second `add` of the same name waits, then is
         // refused); started outside it.
-        let made: Result<Source, ControlError> = withLock {
-            if closed { return .failure(ControlError("the server is ending: no source can be added")) }
+        let made: Result<Source, SourceRefusal> = withLock {
+            if closed { return .failure(SourceRefusal(.notHere, "the server is ending: no source can be added")) }
             if sources.contains(where: { $0.name == name }) {
-                return .failure(ControlError("a source named \(name) exists already (remove it first, or choose another name)"))
+                return .failure(SourceRefusal(.taken, "a source named \(name) exists already (remove it first, or choose another name)"))
             }
             do {
                 let source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess)
                 sources.append(source)
                 return .success(source)
             } catch let e as HostError {
-                return .failure(ControlError("\(name): \(e.message)"))
+                return .failure(SourceRefusal(.invalid, "\(name): \(e.message)"))
             } catch {
-                return .failure(ControlError("\(name): \(error)"))
+                return .failure(SourceRefusal(.invalid, "\(name): \(error)"))
             }
         }
         let source: Source
         switch made {
-        case .failure(let refusal): return refusal.message
+        case .failure(let refusal): return refusal
         case .success(let s): source = s
         }
         EventLog.shared.append(source: name, type: "source-added", fields: ["uri": uri])
@@ -160,7 +166,7 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
             if source.pipeline.leftBehind == nil { sources.removeAll { $0 === source } }
             return source.error
         }
-        return "\(name): \(error ?? "did not start")"
+        return SourceRefusal(.didNotStart, "\(name): \(error ?? "did not start")")
     }
 
     private func withLock<R>(_ body: () -> R) -> R {
@@ -224,18 +230,17 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
 
     /// "no source named X (sources: …)" (`lock` held).
     private func noSuchSource(_ name: String) -> String {
-        let names = sources.map(\.name)
-        return "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))")
+        SourceRefusal.unknown(name, among: sources.map(\.name)).message
     }
 
     /// Ends a source (end of stream: its outputs are finalized) and forgets it; returns once it
     /// has ended, or the reason it cannot. A source still starting stops waiting for its start
     /// at once (a pipeline stuck opening its input is left behind).
-    public func remove(name: String) -> String? {
+    public func remove(name: String) -> SourceRefusal? {
         lock.lock()
         guard let source = sources.first(where: { $0.name == name }) else {
             defer { lock.unlock() }
-            return noSuchSource(name)
+            return SourceRefusal.unknown(name, among: sources.map(\.name))
         }
         if source.state == .starting || source.state == .playing { source.state = .ending }
         lock.unlock()
@@ -315,9 +320,9 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
                 return ServeCommand.usage.replacingOccurrences(of: "\n", with: " ")
             case .add(let name, let uri):
                 // One reply line: the first line of a pipeline's error (the log has it all).
-                return add(name: name, uri: uri).map { "error: \($0.split(separator: "\n").first ?? "")" } ?? "ok"
+                return add(name: name, uri: uri).map { "error: \($0.message.split(separator: "\n").first ?? "")" } ?? "ok"
             case .remove(let name):
-                return remove(name: name).map { "error: \($0)" } ?? "ok"
+                return remove(name: name).map { "error: \($0.message)" } ?? "ok"
             case .sources:
                 return String(decoding: try JSONEncoder.stable().encode(statuses()), as: UTF8.self)
             case .source(let name, let inner):
@@ -361,7 +366,7 @@ extension SourceSet {
         var failedAtStart = false
         for (name, uri) in initial {
             if let problem = add(name: name, uri: uri) {
-                log("error: \(problem)")
+                log("error: \(problem.message)")
                 failedAtStart = true
             }
         }
