@@ -40,6 +40,10 @@ let package = Package(
         // libmosquitto: the MQTT client behind lensmetadata location=mqtt:// (plain functions, no shim).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // libsoup 3: the HTTP server behind --http (GNOME's HTTP library, on a GLib main loop).
+        .systemLibrary(
+            name: "CGstWebRTC",
+            pkgConfig: "gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
+            providers: [.apt(["libgstreamer-plugins-bad1.0-dev"])]),
         .systemLibrary(name: "CSoup", pkgConfig: "libsoup-3.0", providers: [.apt(["libsoup-3.0-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
@@ -50,6 +54,7 @@ let package = Package(
 
         // The HTTP server: libsoup behind a header with no GLib type (its own thread and main loop).
         .target(name: "CHTTPShim", dependencies: ["CSoup"]),
+        .target(name: "CGstWebShim", dependencies: ["CGStreamer", "CGstWebRTC"]),
 
         // No C below this line of the diagram: frames, stage protocol, property tables, specs.
         .target(name: "StreamLensCore"),
@@ -73,7 +78,9 @@ let package = Package(
         .target(name: "StreamLensHTTP", dependencies: ["StreamLensCore", "CHTTPShim"]),
         // The HTTP API of run and serve (routes, OpenAPI, auth, events) on StreamLensHTTP, over
         // the same command layer as the control socket (PipelineCommands, SourceSet).
-        .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP"]),
+        .target(name: "StreamLensWeb", dependencies: ["CGstWebShim"]),
+        .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP", "StreamLensWeb"],
+                resources: [.copy("Console")]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
         // rules (FrameDelivery), for tests of a stage alone.

@@ -270,7 +270,7 @@ static void server_request_finished(SoupServer *soup, SoupServerMessage *msg, gp
 
 // ---- Answers, handed to the server's thread ------------------------------------------------
 
-enum ReplyKind { REPLY_RESPOND, REPLY_STREAM_OPEN, REPLY_STREAM_WRITE, REPLY_STREAM_CLOSE };
+enum ReplyKind { REPLY_RESPOND, REPLY_STREAM_OPEN, REPLY_STREAM_WRITE, REPLY_STREAM_OFFER, REPLY_STREAM_CLOSE };
 
 typedef struct {
     SLHTTPServer *server;
@@ -343,6 +343,10 @@ static gboolean do_reply(gpointer data) {
         p->wrote_handler = g_signal_connect(p->msg, "wrote-body-data", G_CALLBACK(wrote_body_data), p);
         resume(p);
         break;
+    case REPLY_STREAM_OFFER:
+        // A frame of a stream of pictures: dropped while the client has not taken the last one.
+        if (!p->streaming || !length || p->backlog > 0) break;
+        // fall through
     case REPLY_STREAM_WRITE:
         if (!p->streaming || !length) break;
         if (p->backlog + length > s->limits.max_stream_backlog) {
@@ -385,6 +389,10 @@ void sl_http_stream_open(SLHTTPServer *s, uint64_t id, const char *headers) {
 
 void sl_http_stream_write(SLHTTPServer *s, uint64_t id, const uint8_t *data, size_t length) {
     send_reply(s, id, REPLY_STREAM_WRITE, 0, NULL, data, length);
+}
+
+void sl_http_stream_offer(SLHTTPServer *s, uint64_t id, const uint8_t *data, size_t length) {
+    send_reply(s, id, REPLY_STREAM_OFFER, 0, NULL, data, length);
 }
 
 void sl_http_stream_close(SLHTTPServer *s, uint64_t id) {

@@ -2,6 +2,7 @@ import Foundation
 import StreamLensCore
 import StreamLensGst
 import StreamLensHTTP
+import StreamLensWeb
 import Synchronization
 
 /// `--http`: the HTTP API of `streamlens run` and `serve` (docs/http-api.md; the routes are in
@@ -33,6 +34,17 @@ public final class APIServer: Sendable {
     private let streams = Mutex<[UInt64: HTTPExchange]>([:])
     private nonisolated(unsafe) let keepAlive: DispatchSourceTimer
     static let keepAliveSeconds = 15
+    /// Video for browsers (WHEP, MJPEG), by source and point.
+    let web = WebViews()
+    private let console = ConsoleFiles()
+    /// The console's session cookie after a login with the token: random, made at start (a
+    /// restart logs everyone out), never the token itself.
+    private let session: String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }()
+    private let eventToken = Atomic<Int>(0)
+    static let sessionCookie = "streamlens_session"
 
     /// Listens now; throws when it cannot (a busy port, an address this machine does not have),
     /// or when the address is beyond loopback and there is no token.
@@ -53,12 +65,26 @@ public final class APIServer: Sendable {
         keepAlive.schedule(deadline: .now() + .seconds(Self.keepAliveSeconds), repeating: .seconds(Self.keepAliveSeconds))
         keepAlive.setEventHandler { [weak self] in
             self?.streams.withLock { $0.values.forEach { $0.write(": keep-alive\n\n") } }
+            self?.sweepWeb()
         }
         keepAlive.resume()
+        // A source that ends takes its video for browsers with it at once.
+        let token = EventLog.shared.subscribe(after: EventLog.shared.entries.last?.id) { [weak self] entry in
+            guard entry.json.contains("\"type\":\"source-"), let self else { return }
+            slow.async { self.sweepWeb() }
+        }
+        eventToken.store(token, ordering: .relaxed)
+    }
+
+    private func sweepWeb() {
+        let running = catalog.statuses().filter { $0.state == SourceSet.State.playing.rawValue || $0.state == SourceSet.State.starting.rawValue }.map(\.name)
+        web.sweep(running: Set(running))
     }
 
     public func stop() {
         keepAlive.cancel()
+        EventLog.shared.unsubscribe(eventToken.load(ordering: .relaxed))
+        web.stop()
         http.stop()
     }
 
@@ -81,6 +107,8 @@ public final class APIServer: Sendable {
     /// to each other). HEAD is answered as GET.
     public static let routes: [(method: String, path: String)] = [
         ("GET", "/"),
+        ("GET", "/console/{file}"),
+        ("POST", "/api/login"),
         ("GET", "/healthz"),
         ("GET", "/readyz"),
         ("GET", "/metrics"),
@@ -92,7 +120,13 @@ public final class APIServer: Sendable {
         ("GET", "/api/sources/{name}/stages"),
         ("GET", "/api/sources/{name}/stages/{stage}"),
         ("PATCH", "/api/sources/{name}/stages/{stage}"),
+        ("GET", "/api/sources/{name}/stages/{stage}/styles/{index}"),
+        ("POST", "/api/sources/{name}/keys"),
+        ("POST", "/api/sources/{name}/whep"),
+        ("DELETE", "/api/sources/{name}/whep/{session}"),
+        ("GET", "/api/sources/{name}/mjpeg"),
         ("GET", "/api/events"),
+        ("GET", "/api/events/{id}/picture"),
     ]
 
     /// The route pattern `path` matches, and its parameters.
@@ -145,13 +179,14 @@ public final class APIServer: Sendable {
             }
             return reply(response)
         }
-        if let token = settings.token {
-            let given = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-            guard let given, Self.sameToken(Array(given.utf8), Array(token.utf8)) else {
-                var response = Self.error(401, "a bearer token is required (Authorization: Bearer TOKEN, the content of --http-token-file)")
-                response.headers.append(("WWW-Authenticate", "Bearer realm=\"streamlens\""))
-                return reply(response)
-            }
+        // The console's page, its files and its login form need no token (they hold none).
+        let matchedPattern = Self.match(request.path)?.pattern
+        let method0 = request.method == "HEAD" ? "GET" : request.method
+        let open = (method0 == "GET" && (matchedPattern == "/" || matchedPattern == "/console/{file}")) || (method0 == "POST" && matchedPattern == "/api/login")
+        if let token = settings.token, !open, !authenticated(request, token: token) {
+            var response = Self.error(401, "a bearer token is required (Authorization: Bearer TOKEN, the content of --http-token-file; or the console's login)")
+            response.headers.append(("WWW-Authenticate", "Bearer realm=\"streamlens\""))
+            return reply(response)
         }
         guard let matched = Self.match(request.path) else {
             return reply(Self.error(404, "no such route: \(request.path) (the routes: /api/openapi.json)"))
@@ -165,7 +200,29 @@ public final class APIServer: Sendable {
         let name = matched.parameters["name"] ?? "", stage = matched.parameters["stage"] ?? ""
         switch (method, matched.pattern) {
         case ("GET", "/"):
-            reply(Self.json(200, "{\"name\":\"StreamLens\",\"version\":\(JSONText.string(version)),\"openapi\":\"/api/openapi.json\",\"metrics\":\"/metrics\",\"events\":\"/api/events\"}"))
+            if (request.header("accept") ?? "").contains("text/html") {
+                let page = settings.token.map { authenticated(request, token: $0) } ?? true ? "index.html" : "login.html"
+                return reply(consoleFile(page))
+            }
+            reply(Self.json(200, "{\"name\":\"StreamLens\",\"version\":\(JSONText.string(version)),\"console\":\"/\",\"openapi\":\"/api/openapi.json\",\"metrics\":\"/metrics\",\"events\":\"/api/events\"}"))
+        case ("GET", "/console/{file}"):
+            reply(consoleFile(matched.parameters["file"] ?? ""))
+        case ("POST", "/api/login"):
+            reply(login(request))
+        case ("GET", "/api/sources/{name}/stages/{stage}/styles/{index}"):
+            reply(stylePicture(name, stage, matched.parameters["index"] ?? ""))
+        case ("POST", "/api/sources/{name}/keys"):
+            reply(press(name, request))
+        case ("POST", "/api/sources/{name}/whep"):
+            whep(name, request, reply)
+        case ("DELETE", "/api/sources/{name}/whep/{session}"):
+            guard catalog.commands(of: name) != nil else { return reply(noSource(name)) }
+            reply(web.endSession(source: name, id: matched.parameters["session"] ?? "") ? Self.json(200, "{\"ended\":true}")
+                  : Self.error(404, "no WHEP session \(matched.parameters["session"] ?? "") of \(name)"))
+        case ("GET", "/api/sources/{name}/mjpeg"):
+            mjpeg(name, request, exchange, reply)
+        case ("GET", "/api/events/{id}/picture"):
+            reply(eventPicture(matched.parameters["id"] ?? ""))
         case ("GET", "/healthz"):
             reply(Self.json(200, "{\"alive\":true}"))
         case ("GET", "/readyz"):
@@ -340,6 +397,165 @@ public final class APIServer: Sendable {
         if subscription.closed.load(ordering: .relaxed) { EventLog.shared.unsubscribe(token) }
     }
 
+    // MARK: - The console
+
+    /// The bearer token, or the console's session cookie.
+    private func authenticated(_ request: HTTPRequest, token: String) -> Bool {
+        if let given = request.header("authorization").flatMap({ $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }) {
+            return Self.sameToken(Array(given.utf8), Array(token.utf8))
+        }
+        let cookies = (request.header("cookie") ?? "").split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let prefix = Self.sessionCookie + "="
+        return cookies.contains { $0.hasPrefix(prefix) && Self.sameToken(Array($0.dropFirst(prefix.count).utf8), Array(session.utf8)) }
+    }
+
+    private func consoleFile(_ name: String) -> HTTPReply {
+        guard let file = console.file(name) else {
+            if !console.found {
+                return Self.error(404, "the console's files are not installed beside this binary (looked in \(console.directory); STREAMLENS_CONSOLE=DIR names their place)")
+            }
+            return Self.error(404, "the console has no file \(name)")
+        }
+        // Its own scripts and styles only: a page that a stream's name or an event could
+        // inject into would run nothing foreign.
+        return HTTPReply(status: 200, headers: [("Content-Type", file.type), ("Cache-Control", "no-cache"),
+                                                ("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data:; media-src 'self' blob:; connect-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
+                                                ("X-Content-Type-Options", "nosniff")],
+                         body: file.bytes)
+    }
+
+    /// The login form's token, checked like a bearer token; right: a session cookie.
+    private func login(_ request: HTTPRequest) -> HTTPReply {
+        var given = ""
+        for pair in String(decoding: request.body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.first == "token", parts.count == 2 {
+                given = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+        }
+        guard let token = settings.token else {
+            return HTTPReply(status: 303, headers: [("Location", "/")])
+        }
+        guard Self.sameToken(Array(given.utf8), Array(token.utf8)) else {
+            return HTTPReply(status: 303, headers: [("Location", "/?failed=1")])
+        }
+        return HTTPReply(status: 303, headers: [("Location", "/"),
+                                                ("Set-Cookie", "\(Self.sessionCookie)=\(session); Path=/; HttpOnly; SameSite=Strict")])
+    }
+
+    /// The picture of the index-th style of a lensstylize stage: its manifest's style picture,
+    /// or the picture it was trained from (styles/NAME.jpg beside the manifest).
+    private func stylePicture(_ name: String, _ stage: String, _ index: String) -> HTTPReply {
+        guard let commands = catalog.commands(of: name) else { return noSource(name) }
+        let state: PipelineCommands.StageState
+        do { state = try commands.stage(stage) } catch { return Self.error(404, Self.message(error)) }
+        guard let styles = state.properties.first(where: { $0.spec.name == "styles" }), case .string(let list) = styles.value else {
+            return Self.error(404, "\(stage) has no styles")
+        }
+        let manifests = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard let i = Int(index), manifests.indices.contains(i) else { return Self.error(404, "\(stage) has \(manifests.count) styles (0…\(max(0, manifests.count - 1)))") }
+        let manifest = URL(fileURLWithPath: manifests[i])
+        let dir = manifest.deletingLastPathComponent()
+        var candidates: [URL] = []
+        if let data = FileManager.default.contents(atPath: manifest.path), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            if let style = object["style"] as? [String: Any], let image = style["image"] as? String { candidates.append(dir.appendingPathComponent(image)) }
+            if let name = object["name"] as? String { candidates.append(dir.appendingPathComponent("styles/\(name).jpg")) }
+        }
+        candidates.append(dir.appendingPathComponent("styles/\(manifest.deletingPathExtension().lastPathComponent).jpg"))
+        for url in candidates {
+            let ext = url.pathExtension.lowercased()
+            guard ["jpg", "jpeg", "png"].contains(ext), let data = FileManager.default.contents(atPath: url.path), data.count <= 8 << 20 else { continue }
+            return HTTPReply(status: 200, headers: [("Content-Type", ext == "png" ? "image/png" : "image/jpeg"), ("Cache-Control", "max-age=300")], body: Array(data))
+        }
+        return Self.error(404, "style \(manifests[i]) has no picture")
+    }
+
+    private func press(_ name: String, _ request: HTTPRequest) -> HTTPReply {
+        guard let commands = catalog.commands(of: name) else { return noSource(name) }
+        switch Self.jsonBody(request) {
+        case .failure(let refusal): return refusal
+        case .success(let value):
+            guard case .object(let o) = value, case .string(let key)? = o["key"], !key.isEmpty, key.count <= 32 else {
+                return Self.error(422, "the body must be {\"key\": NAME}, e.g. {\"key\": \"+\"} or {\"key\": \"space\"}")
+            }
+            let done = commands.press(key: key)
+            return Self.json(200, "{\"done\":[" + done.map(JSONText.string).joined(separator: ",") + "]}")
+        }
+    }
+
+    /// WHEP: the offer to the source's tap (made now if needed); the answer once the server's
+    /// candidates are gathered, from the slow queue.
+    private func whep(_ name: String, _ request: HTTPRequest, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
+        guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
+        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard type == "application/sdp" else { return reply(Self.error(415, "the body must be an SDP offer, sent with Content-Type: application/sdp")) }
+        let at = request.query["at"]
+        let offer = String(decoding: request.body, as: UTF8.self)
+        slow.async { [self] in reply(answer(name, at: at, offer: offer, commands: commands)) }
+    }
+
+    private func answer(_ name: String, at: String?, offer: String, commands: PipelineCommands) -> HTTPReply {
+        do {
+            let tap = try web.tap(source: name, at: at, commands: commands)
+            let (session, answer) = try tap.offer(offer)
+            let id = web.addSession(WebViews.Key(source: name, at: at ?? ""), session)
+            return HTTPReply(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/api/sources/\(name)/whep/\(id)"),
+                                                    ("Access-Control-Expose-Headers", "Location")], body: Array(answer.utf8))
+        } catch {
+            return Self.error(error.status, error.message)
+        }
+    }
+
+    static let mjpegBoundary = "streamlensframe"
+
+    private func mjpeg(_ name: String, _ request: HTTPRequest, _ exchange: HTTPExchange, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
+        guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
+        let at = request.query["at"]
+        var fps = 10
+        if let text = request.query["fps"] {
+            guard let n = Int(text), (1...30).contains(n) else { return reply(Self.error(422, "fps must be 1…30")) }
+            fps = n
+        }
+        let tap: WebTap
+        do { tap = try web.tap(source: name, at: at, commands: commands) } catch { return reply(Self.error(error.status, error.message)) }
+        if request.method == "HEAD" {
+            return reply(HTTPReply(status: 200, headers: [("Content-Type", "multipart/x-mixed-replace; boundary=\(Self.mjpegBoundary)")]))
+        }
+        final class Holder: Sendable { let subscription = Mutex<JPEGSubscription?>(nil); let closed = Atomic<Bool>(false) }
+        let holder = Holder()
+        let key = WebViews.Key(source: name, at: at ?? "")
+        let id = exchange.id
+        let opened = exchange.openStream(headers: [("Content-Type", "multipart/x-mixed-replace; boundary=\(Self.mjpegBoundary)"),
+                                                   ("Cache-Control", "no-cache, no-store"), ("X-Accel-Buffering", "no")]) { [weak self] in
+            holder.closed.store(true, ordering: .relaxed)
+            holder.subscription.withLock { $0?.cancel(); $0 = nil }
+            self?.web.removeStream(key, id)
+        }
+        guard opened else { return }
+        web.addStream(key, exchange)
+        let subscription = tap.subscribeJPEG(fps: fps) { jpeg in
+            var part = Array("--\(Self.mjpegBoundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n".utf8)
+            part.append(contentsOf: jpeg)
+            part.append(contentsOf: Array("\r\n".utf8))
+            part.withUnsafeBytes { exchange.offer($0) }
+        }
+        guard let subscription else { exchange.close(); return }
+        holder.subscription.withLock { $0 = subscription }
+        if holder.closed.load(ordering: .relaxed) { holder.subscription.withLock { $0?.cancel(); $0 = nil } }
+    }
+
+    /// The file a snapshot event names, while the event is kept.
+    private func eventPicture(_ id: String) -> HTTPReply {
+        guard let n = Int(id), let entry = EventLog.shared.entries.first(where: { $0.id == n }) else { return Self.error(404, "no event \(id) (the last 1000 are kept)") }
+        guard let data = entry.json.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              object["type"] as? String == "snapshot", let path = object["path"] as? String else {
+            return Self.error(404, "event \(id) is not a snapshot")
+        }
+        let ext = (path as NSString).pathExtension.lowercased()
+        guard let file = FileManager.default.contents(atPath: path) else { return Self.error(404, "the snapshot \(path) is gone") }
+        return HTTPReply(status: 200, headers: [("Content-Type", ext == "png" ? "image/png" : "image/jpeg"), ("Cache-Control", "max-age=3600")], body: Array(file))
+    }
+
     // MARK: - JSON
 
     static func message(_ error: any Error) -> String { (error as? ControlError)?.message ?? "\(error)" }
@@ -398,7 +614,8 @@ public final class APIServer: Sendable {
             fields.append("\"help\":\(JSONText.string(p.spec.help))")
             return "{" + fields.joined(separator: ",") + "}"
         }
-        return "{\"name\":\(JSONText.string(stage.name)),\"factory\":\(JSONText.string(stage.factory)),\"properties\":[" + properties.joined(separator: ",") + "]}"
+        let keys = stage.keys.map { "{\"key\":\(JSONText.string($0.label)),\"help\":\(JSONText.string($0.help))}" }
+        return "{\"name\":\(JSONText.string(stage.name)),\"factory\":\(JSONText.string(stage.factory)),\"properties\":[" + properties.joined(separator: ",") + "],\"keys\":[" + keys.joined(separator: ",") + "]}"
     }
 
     static func valueJSON(_ v: PropertyValue) -> String {

@@ -102,6 +102,38 @@ public final class PipelineCommands: @unchecked Sendable {
         public var name: String
         public var factory: String
         public var properties: [PropertyState]
+        /// The keys the stage binds in a preview window (and the console).
+        public var keys: [KeyBinding]
+    }
+
+    /// The pipeline element (a GstElement*, referenced as long as this object lives), for code
+    /// that taps its video (StreamLensWeb).
+    public var element: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pipeline) }
+
+    /// A key pressed in a view of the pipeline (the console): what a preview window does with
+    /// it. Space pauses or resumes; a stage's binding (`StageDescriptor.keys`) becomes a `set`
+    /// of its property. The commands carried out, each with its answer; empty when no stage
+    /// binds the key.
+    public func press(key: String) -> [String] {
+        if HostKeys.pause.keys.contains(key) {
+            var state = GST_STATE_NULL, pending = GST_STATE_NULL
+            gst_element_get_state(pipeline, &state, &pending, 0)
+            let pause = (pending == GST_STATE_VOID_PENDING ? state : pending) == GST_STATE_PLAYING
+            gst_element_set_state(pipeline, pause ? GST_STATE_PAUSED : GST_STATE_PLAYING)
+            return [pause ? "paused (space resumes)" : "playing"]
+        }
+        var done: [String] = []
+        for element in stageElements() {
+            guard let descriptor = stageDescriptor(of: element) else { continue }
+            let name = objectName(element)
+            for binding in descriptor.keys where binding.keys.contains(key) {
+                guard let (property, value) = binding.assignment(properties: descriptor.properties, current: { takeString(sl_object_get_as_string(element, $0)) })
+                else { continue }
+                let command = KeyBinding.command(element: name, property: property, value: value)
+                done.append("\(command) -> \(execute(command))")
+            }
+        }
+        return done
     }
 
     /// The pipeline's StreamLens stages, by name.
@@ -124,7 +156,7 @@ public final class PipelineCommands: @unchecked Sendable {
             let text = takeString(sl_object_get_as_string(element, spec.name)) ?? ""
             return PropertyState(spec: spec, value: (try? spec.parse(text)) ?? .string(text))
         }
-        return StageState(name: objectName(element), factory: d.name, properties: properties)
+        return StageState(name: objectName(element), factory: d.name, properties: properties, keys: d.keys)
     }
 
     /// Property names that usually hold a password or a key: never read back to a client.

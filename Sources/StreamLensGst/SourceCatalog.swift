@@ -114,7 +114,7 @@ public final class RunSource: SourceCatalog, @unchecked Sendable {
         let s = state.withLock { $0 }
         let f = SourceSet.Figures(stages: s.final ?? StageFigures.of(source: nil), firstStage: firstStage)
         return [SourceSet.Status(name: Self.name, uri: uri, state: s.state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
-                                 restarts: f.restarts, seconds: (Date().timeIntervalSince(added) * 10).rounded() / 10, error: s.error)]
+                                 restarts: f.restarts, seconds: (Date().timeIntervalSince(added) * 10).rounded() / 10, error: s.error, latencyMs: f.latencyMs)]
     }
 
     public func add(name: String, uri: String) -> SourceRefusal? {

@@ -42,6 +42,14 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         /// Seconds since the source was added.
         public var seconds: Double
         public var error: String?
+        /// The median age of the frames leaving the pipeline's slowest stage, ms: how far behind
+        /// its source the pipeline shows (live sources; nil before a frame).
+        public var latencyMs: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case name, uri, state, fps, frames, drops, restarts, seconds, error
+            case latencyMs = "latency_ms"
+        }
     }
 
     final class Source: @unchecked Sendable {
@@ -71,6 +79,7 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// A source's figures in `sources`.
     struct Figures {
         var fps = 0.0, frames = 0, drops = 0, restarts = 0
+        var latencyMs: Double?
 
         /// From its stages' (`StageFigures`, published with their metrics): the first stage's
         /// rate and frames, every stage's drops and restarts.
@@ -80,6 +89,7 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
             frames = first?.framesReceived ?? 0
             drops = stages.reduce(0) { $0 + $1.framesDropped }
             restarts = stages.reduce(0) { $0 + $1.restarts }
+            latencyMs = stages.compactMap(\.latencyMs).max()
         }
     }
 
@@ -306,7 +316,7 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         return listed.map { source, state, error, final in
             let f = final ?? Self.figures(of: source)
             return Status(name: source.name, uri: source.uri, state: state.rawValue, fps: f.fps, frames: f.frames, drops: f.drops,
-                          restarts: f.restarts, seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error)
+                          restarts: f.restarts, seconds: (Date().timeIntervalSince(source.added) * 10).rounded() / 10, error: error, latencyMs: f.latencyMs)
         }
     }
 

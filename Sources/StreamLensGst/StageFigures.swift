@@ -16,6 +16,8 @@ struct StageFigures: Sendable, Equatable {
     var framesDropped = 0
     /// Restarts of the source by this stage (a watchdog); 0 for other stages.
     var restarts = 0
+    /// Median age of the recent frames leaving the stage, ms (live pipelines; nil before one).
+    var latencyMs: Double?
 
     /// Each running worker's latest figures, by its metrics registry key.
     private static let published = Mutex<[Int: StageFigures]>([:])

@@ -60,7 +60,8 @@ extension StageWorker {
         MetricsRegistry.shared.publish(m, source: metricsSource)
         StageFigures.publish(StageFigures(source: metricsSourceName, stage: name, framesReceived: statistics.framesIn + queueDrops,
                                           framesPerSecond: rate, framesDropped: queueDrops + errors + max(0, statistics.dropped - errors),
-                                          restarts: watchdog?.restarts ?? 0),
+                                          restarts: watchdog?.restarts ?? 0,
+                                          latencyMs: statistics.ageQuantile(0.5).map { (Double($0) / 1e5).rounded() / 10 }),
                              key: metricsSource)
     }
 }

@@ -215,6 +215,13 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    func offer(_ id: UInt64, _ bytes: UnsafeRawBufferPointer) {
+        server.withLock { s in
+            guard let s else { return }
+            sl_http_stream_offer(s.pointer, id, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+    }
+
     func closeStream(_ id: UInt64) {
         server.withLock { s in
             guard let s else { return }
@@ -238,6 +245,9 @@ public struct HTTPExchange: Sendable {
     }
 
     public func write(_ text: String) { server.write(id, Array(text.utf8)) }
+    /// Bytes for the stream unless the client has not yet taken all that was written before
+    /// (then dropped): for pictures, where a newer one is better than a late one.
+    public func offer(_ bytes: UnsafeRawBufferPointer) { server.offer(id, bytes) }
     public func close() { server.closeStream(id) }
 }
 

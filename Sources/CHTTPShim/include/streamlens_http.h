@@ -63,6 +63,9 @@ void sl_http_respond(SLHTTPServer *server, uint64_t id, unsigned status, const c
 // Answers request `id` with 200 and a body that goes on (chunked) until sl_http_stream_close.
 void sl_http_stream_open(SLHTTPServer *server, uint64_t id, const char *headers);
 void sl_http_stream_write(SLHTTPServer *server, uint64_t id, const uint8_t *data, size_t length);
+// As sl_http_stream_write, but dropped while the client has not taken everything written
+// before (a stream of pictures: a slow client gets fewer, never older ones).
+void sl_http_stream_offer(SLHTTPServer *server, uint64_t id, const uint8_t *data, size_t length);
 void sl_http_stream_close(SLHTTPServer *server, uint64_t id);
 
 #endif

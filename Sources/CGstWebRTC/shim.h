@@ -1,0 +1,2 @@
+#include <gst/webrtc/webrtc.h>
+#include <gst/sdp/sdp.h>
