@@ -24,6 +24,8 @@
 #   6. The loopback inference server the remote-inference tests and `make bench-remote` start:
 #      NVIDIA PyTriton (it bundles a real tritonserver) + OpenVINO's Python API, pinned, in
 #      .deps/triton-venv (~550 MB, ~60 s the first time; tools/remote/setup-remote.sh).
+#   7. The browser the console's tests drive: Debian's chromium and chromium-driver (step 1) and
+#      Selenium 4.40.0 from PyPI in .deps/browser-venv (4.52+ wants a certifi PyPI lacks).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -56,6 +58,10 @@ APT_PACKAGES=(
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
   # libsoup 3: the HTTP server behind --http (the API, /metrics)
   libsoup-3.0-dev
+  # WebRTC for the console (webrtcbin's headers and libnice's GStreamer elements)
+  libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice
+  # The console's tests: a real browser, headless, driven by Selenium (step 7)
+  chromium chromium-driver python3-venv
   # curl talks to `streamlens run --http` in the tests and docs/http-api.md's examples
   curl
   # The MQTT TLS tests make a throwaway CA and broker certificate with it
@@ -273,5 +279,15 @@ if [ "$(cat "$PY_MARKER" 2>/dev/null)" != "${PYTHON_PACKAGES[*]}" ]; then
 fi
 
 PYTHON="$PY" tools/remote/setup-remote.sh
+
+# --- 7. Selenium for the console's browser tests ----------------------------------------------
+SELENIUM_VERSION=4.40.0
+BROWSER_VENV="$DEPS/browser-venv"
+if ! "$BROWSER_VENV/bin/python" -c "import selenium, sys; sys.exit(selenium.__version__ != '$SELENIUM_VERSION')" 2>/dev/null; then
+  say "pip install selenium==$SELENIUM_VERSION into $BROWSER_VENV"
+  rm -rf "$BROWSER_VENV"
+  "$PY" -m venv "$BROWSER_VENV"
+  "$BROWSER_VENV/bin/pip" install -q --disable-pip-version-check "selenium==$SELENIUM_VERSION"
+fi
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"

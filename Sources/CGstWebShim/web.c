@@ -56,6 +56,7 @@ struct SLWebTap {
     GstElement *jpeg, *jpeg_src;         // the JPEG pipeline, while it has subscribers
     gint64 jpeg_last;                    // monotonic µs of the last frame pushed into it
     unsigned jpeg_fps;                   // the highest subscriber's rate
+    guint64 encoded, jpegs;              // frames out of the VP8 and JPEG encoders, ever
 
     // Held while subscribers are called and while the list changes.
     pthread_mutex_t callbacks;
@@ -274,6 +275,15 @@ static GstElement *start_rtc(SLWebTap *t, char *error, size_t error_size) {
 
 static GstElement *start_jpeg(SLWebTap *t, char *error, size_t error_size);
 
+static GstPadProbeReturn count_encoded(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad; (void)info;
+    SLWebTap *t = data;
+    pthread_mutex_lock(&t->lock);
+    t->encoded++;
+    pthread_mutex_unlock(&t->lock);
+    return GST_PAD_PROBE_OK;
+}
+
 // ---- Sessions ---------------------------------------------------------------------------------
 
 static void wake_janitor(SLWebTap *t) {
@@ -432,6 +442,9 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
             t->rtc = p;
             t->rtc_src = gst_bin_get_by_name(GST_BIN(p), "src");
             t->rtc_tee = gst_bin_get_by_name(GST_BIN(p), "t");
+            GstPad *tee_sink = gst_element_get_static_pad(t->rtc_tee, "sink");
+            gst_pad_add_probe(tee_sink, GST_PAD_PROBE_TYPE_BUFFER, count_encoded, t, NULL);
+            gst_object_unref(tee_sink);
             p = NULL;
         }
         pthread_mutex_unlock(&t->lock);
@@ -577,6 +590,13 @@ bool sl_web_tap_whep_end(SLWebTap *t, unsigned session) {
     return found;
 }
 
+void sl_web_tap_frames(SLWebTap *t, uint64_t *encoded, uint64_t *jpegs) {
+    pthread_mutex_lock(&t->lock);
+    *encoded = t->encoded;
+    *jpegs = t->jpegs;
+    pthread_mutex_unlock(&t->lock);
+}
+
 unsigned sl_web_tap_viewers(SLWebTap *t, unsigned *connected) {
     pthread_mutex_lock(&t->lock);
     unsigned n = t->sessions->len, up = 0;
@@ -594,6 +614,9 @@ static GstFlowReturn on_jpeg(GstAppSink *sink, gpointer data) {
     if (!sample) return GST_FLOW_EOS;
     GstBuffer *buffer = gst_sample_get_buffer(sample);
     GstMapInfo map;
+    pthread_mutex_lock(&t->lock);
+    t->jpegs++;
+    pthread_mutex_unlock(&t->lock);
     if (buffer && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
         gint64 now = g_get_monotonic_time();
         pthread_mutex_lock(&t->callbacks);

@@ -44,6 +44,7 @@ public final class APIServer: Sendable {
         return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }()
     private let eventToken = Atomic<Int>(0)
+    private let metricsSource = Atomic<Int>(0)
     static let sessionCookie = "streamlens_session"
 
     /// Listens now; throws when it cannot (a busy port, an address this machine does not have),
@@ -74,6 +75,8 @@ public final class APIServer: Sendable {
             slow.async { self.sweepWeb() }
         }
         eventToken.store(token, ordering: .relaxed)
+        let web = self.web
+        metricsSource.store(MetricsRegistry.shared.addCollector { web.metrics() }, ordering: .relaxed)
     }
 
     private func sweepWeb() {
@@ -84,6 +87,7 @@ public final class APIServer: Sendable {
     public func stop() {
         keepAlive.cancel()
         EventLog.shared.unsubscribe(eventToken.load(ordering: .relaxed))
+        MetricsRegistry.shared.remove(source: metricsSource.load(ordering: .relaxed))
         web.stop()
         http.stop()
     }

@@ -91,9 +91,22 @@ final class WebViews: Sendable {
         _ = state.withLock { $0.taps[key]?.streams.removeValue(forKey: id) }
     }
 
-    /// Viewers of every tap: WebRTC sessions open and connected, MJPEG streams.
-    func viewers() -> [(key: Key, point: String, open: Int, connected: Int, streams: Int)] {
-        state.withLock { s in s.taps.map { ($0.key, $0.value.tap.point, $0.value.tap.viewers.open, $0.value.tap.viewers.connected, $0.value.streams.count) } }
+    /// Each tap's figures for /metrics: viewers (WebRTC sessions connected, MJPEG streams) and
+    /// frames encoded (once for all its viewers).
+    func metrics() -> [Metric] {
+        let taps = state.withLock { s in s.taps.map { ($0.key, $0.value.tap, $0.value.streams.count) } }
+        var m: [Metric] = []
+        for (key, tap, streams) in taps.sorted(by: { ($0.0.source, $0.0.at) < ($1.0.source, $1.0.at) }) {
+            let labels = [("source", key.source), ("point", tap.point)]
+            let viewers = tap.viewers, frames = tap.framesEncoded
+            m.append(.gauge("streamlens_web_viewers", "Viewers of a source's video in browsers: WebRTC sessions connected (kind webrtc), MJPEG streams (kind mjpeg)",
+                            labels: labels + [("kind", "webrtc")], Double(viewers.connected)))
+            m.append(.gauge("streamlens_web_viewers", "", labels: labels + [("kind", "mjpeg")], Double(streams)))
+            m.append(.counter("streamlens_web_frames_encoded_total", "Frames encoded for browsers (once per point whatever the number of viewers): VP8 for WebRTC, JPEG for MJPEG",
+                              labels: labels + [("codec", "vp8")], frames.vp8))
+            m.append(.counter("streamlens_web_frames_encoded_total", "", labels: labels + [("codec", "jpeg")], frames.jpeg))
+        }
+        return m
     }
 
     func stop() {

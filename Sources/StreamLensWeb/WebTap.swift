@@ -78,6 +78,13 @@ public final class WebTap: Sendable {
         return (Int(n), Int(up))
     }
 
+    /// Frames out of the VP8 encoder and the JPEG encoder since the tap was made.
+    public var framesEncoded: (vp8: Int, jpeg: Int) {
+        var v: UInt64 = 0, j: UInt64 = 0
+        sl_web_tap_frames(handle.pointer, &v, &j)
+        return (Int(v), Int(j))
+    }
+
     /// JPEG frames, at most `fps` a second, to `handler` (on the JPEG pipeline's thread; it must
     /// not block). Nil when the tap has as many subscribers as it takes.
     public func subscribeJPEG(fps: Int, _ handler: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) -> JPEGSubscription? {

@@ -43,6 +43,9 @@ unsigned sl_web_tap_whep(SLWebTap *tap, const char *offer, unsigned timeout_ms, 
 bool sl_web_tap_whep_end(SLWebTap *tap, unsigned session);
 // WebRTC sessions open now, and of them those whose ICE connection is up.
 unsigned sl_web_tap_viewers(SLWebTap *tap, unsigned *connected);
+// Frames out of the VP8 encoder and the JPEG encoder since the tap was made (each encodes once
+// for all its viewers).
+void sl_web_tap_frames(SLWebTap *tap, uint64_t *encoded, uint64_t *jpegs);
 
 // JPEG frames, at most `fps` a second (1…30), to `callback` (from the JPEG pipeline's thread,
 // one call at a time; it must not block). Returns a subscription number (> 0).

@@ -160,7 +160,7 @@ class Live {
     this.timers.retry = setTimeout(() => this.start(), this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }
-  teardown() {
+  teardown(endOnServer = true) {
     for (const t of Object.values(this.timers)) clearTimeout(t);
     this.timers = {};
     const pc = this.pc;
@@ -169,9 +169,11 @@ class Live {
       pc.ontrack = pc.onconnectionstatechange = pc.oniceconnectionstatechange = null;
       try { pc.close(); } catch { /* already closed */ }
     }
-    if (this.session) { endSession(this.session); this.session = null; }
+    if (this.session && endOnServer) endSession(this.session);
+    this.session = null;
   }
-  close() { this.closed = true; this.teardown(); } // tile removed, page left
+  // Tile removed, page left. A source that is gone took its sessions with it: nothing to end.
+  close(endOnServer = true) { this.closed = true; this.teardown(endOnServer); }
   resume() { if (this.closed) { this.closed = false; this.start(); } }
 }
 
@@ -252,7 +254,7 @@ class Tile {
     this.mjpeg = null;
   }
   destroy() {
-    this.live.close();
+    this.live.close(false); // called when the source is no longer listed
     this.stopMjpeg();
     this.video.srcObject = null;
     this.el.remove();

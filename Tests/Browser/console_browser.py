@@ -1,0 +1,166 @@
+"""The console in a real browser (Debian's chromium, headless, driven by Selenium), for
+Tests/CLITests/ConsoleTests.swift: each scenario does what a person would do in the page and
+prints what the browser saw as one JSON object; the Swift test holds it to the expectations.
+
+  console_browser.py watch URL X0 Y0 X1 Y1 THICKNESS   (streamlens run: video, box, slider, WHEP)
+  console_browser.py tiles URL NAME URI REMOVE          (streamlens serve: add by the form, remove)
+
+Run with .deps/browser-venv/bin/python (Selenium 4.40.0, tools/setup.sh step 7).
+"""
+import json
+import shutil
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+SLOW = float(__import__("os").environ.get("STREAMLENS_TEST_SLOWDOWN", "1"))
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
+              "--window-size=1400,900", "--disable-dev-shm-usage"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=o)
+    d.set_script_timeout(60 * SLOW)
+    return d
+
+
+def wait(what, predicate, timeout):
+    t0 = time.time()
+    while time.time() - t0 < timeout * SLOW:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def severe(d):
+    return [l["message"] for l in d.get_log("browser") if l["level"] == "SEVERE" and "favicon.ico" not in l["message"]]
+
+
+VIDEO = "document.querySelector('section.tile[data-source=\"%s\"] video')"
+
+# The frame shown now, drawn into a canvas at the video's own size: RGB at the given points, and
+# a 64x64 grey thumbnail of the whole picture (to compare two moments).
+GRAB = """const v = %s; const c = document.createElement('canvas');
+c.width = v.videoWidth; c.height = v.videoHeight; const g = c.getContext('2d'); g.drawImage(v, 0, 0);
+const points = arguments[0].map(([x, y]) => Array.from(g.getImageData(x, y, 1, 1).data.slice(0, 3)));
+const t = document.createElement('canvas'); t.width = 64; t.height = 64; const h = t.getContext('2d');
+h.drawImage(v, 0, 0, 64, 64); const px = h.getImageData(0, 0, 64, 64).data; const grey = [];
+for (let i = 0; i < px.length; i += 4) grey.push(Math.round((px[i] + px[i + 1] + px[i + 2]) / 3));
+return {points, grey};"""
+
+
+def metrics(url):
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("streamlens_web_"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def watch(url, x0, y0, x1, y1, thickness):
+    d = browser()
+    result = {}
+    try:
+        d.get(url + "/")
+        wait("the video to play", lambda: d.execute_script(f"const v = {VIDEO % 'main'}; return v && v.videoWidth > 0 && v.currentTime > 1"), 60)
+        q0 = d.execute_script(f"return {VIDEO % 'main'}.getVideoPlaybackQuality().totalVideoFrames")
+        time.sleep(2)
+        v = d.execute_script(f"const v = {VIDEO % 'main'}; return [v.videoWidth, v.videoHeight, v.getVideoPlaybackQuality().totalVideoFrames, v.paused]")
+        result.update(width=v[0], height=v[1], frames_in_2s=v[2] - q0, paused=v[3])
+        # The drawn box: the middle of its top and left edges, and the middle of the face.
+        half = thickness // 2
+        points = [[(x0 + x1) // 2, y0 + half], [x0 + half, (y0 + y1) // 2], [(x0 + x1) // 2, (y0 + y1) // 2]]
+        before = d.execute_script(GRAB % (VIDEO % "main"), points)
+        result.update(top_edge=before["points"][0], left_edge=before["points"][1], face_middle=before["points"][2])
+        # The stylize stage's strength slider, moved by the keyboard as a person would (End: its maximum).
+        slider = d.find_element(By.CSS_SELECTOR, 'input[type=range][data-stage="style"][data-property="strength"]')
+        result["slider_before"] = slider.get_attribute("value")
+        slider.click()
+        slider.send_keys(Keys.END)
+        time.sleep(2.5)
+        after = d.execute_script(GRAB % (VIDEO % "main"), points)
+        result["slider_after"] = slider.get_attribute("value")
+        result["picture_change"] = sum(abs(a - b) for a, b in zip(before["grey"], after["grey"])) / len(before["grey"])
+        # The style thumbnails: one per style, each a picture the browser decoded.
+        result["thumbnails"] = d.execute_script("return [...document.querySelectorAll('img.style[data-stage=\"style\"]')].map(i => i.naturalWidth)")
+        # Three more viewers in the page: still one encoder (frames encoded a second ~ the source's rate).
+        d.execute_script("""window.extra = [];
+            for (let i = 0; i < 3; i++) { const pc = new RTCPeerConnection(); pc.addTransceiver('video', {direction: 'recvonly'});
+              window.extra.push(pc);
+              pc.createOffer().then(o => pc.setLocalDescription(o)).then(() => fetch('/api/sources/main/whep', {method: 'POST',
+                headers: {'Content-Type': 'application/sdp'}, body: pc.localDescription.sdp})).then(r => r.text())
+                .then(sdp => pc.setRemoteDescription({type: 'answer', sdp})); }""")
+        wait("four viewers", lambda: metrics(url).get('streamlens_web_viewers{source="main",point="%s",kind="webrtc"}' % result.setdefault("point", point_of(url))) == 4, 30)
+        key = 'streamlens_web_frames_encoded_total{source="main",point="%s",codec="vp8"}' % result["point"]
+        m0, t0 = metrics(url)[key], time.time()
+        time.sleep(3)
+        m1, t1 = metrics(url)[key], time.time()
+        result["viewers"] = 4
+        result["encoded_per_second"] = (m1 - m0) / (t1 - t0)
+        # WHEP by hand: a session's Location ends it once, then it is gone.
+        result["whep"] = d.execute_async_script("""const done = arguments[arguments.length - 1];
+            (async () => { const pc = new RTCPeerConnection(); pc.addTransceiver('video', {direction: 'recvonly'});
+              await pc.setLocalDescription(await pc.createOffer());
+              const r = await fetch('/api/sources/main/whep', {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: pc.localDescription.sdp});
+              const where = r.headers.get('Location'); const answer = await r.text();
+              const first = await fetch(where, {method: 'DELETE'}); pc.close();
+              done([r.status, r.headers.get('Content-Type'), answer.includes('a=candidate'), where, first.status]); })().catch(e => done(String(e)));""")
+        result["severe"] = severe(d)
+        d.save_screenshot(sys.argv[-1]) if sys.argv[-1].endswith(".png") else None
+    finally:
+        d.quit()
+    print(json.dumps(result))
+
+
+def point_of(url):
+    for name in metrics(url):
+        if name.startswith('streamlens_web_viewers{source="main"'):
+            return name.split('point="', 1)[1].split('"', 1)[0]
+    return ""
+
+
+def tiles(url, name, uri, remove):
+    d = browser()
+    result = {}
+    try:
+        d.get(url + "/")
+        names = lambda: d.execute_script("return [...document.querySelectorAll('section.tile')].map(t => t.dataset.source)")
+        result["tiles_at_start"] = sorted(wait("the first tiles", names, 30))
+        # Add a source by the form.
+        d.find_element(By.CSS_SELECTOR, "form#add input[name=name]").send_keys(name)
+        d.find_element(By.CSS_SELECTOR, "form#add input[name=uri]").send_keys(uri)
+        d.find_element(By.CSS_SELECTOR, "form#add button, form#add input[type=submit]").click()
+        result["tiles_after_add"] = sorted(wait("the added source's tile", lambda: name in names() and names(), 60))
+        wait("the added source's video", lambda: d.execute_script(f"const v = {VIDEO % name}; return v && v.videoWidth > 0 && v.currentTime > 0.5"), 60)
+        result["added_video_width"] = d.execute_script(f"return {VIDEO % name}.videoWidth")
+        # Remove one by its tile's button.
+        d.find_element(By.CSS_SELECTOR, f'section.tile[data-source="{remove}"] button.remove').click()
+        result["tiles_after_remove"] = sorted(wait("the removed source's tile to go", lambda: remove not in names() and names(), 60))
+        result["severe"] = severe(d)
+        if sys.argv[-1].endswith(".png"):
+            d.save_screenshot(sys.argv[-1])
+    finally:
+        d.quit()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    mode, url = sys.argv[1], sys.argv[2]
+    if mode == "watch":
+        watch(url, *map(lambda s: int(float(s)), sys.argv[3:8]))
+    elif mode == "tiles":
+        tiles(url, sys.argv[3], sys.argv[4], sys.argv[5])
+    else:
+        raise SystemExit(f"unknown scenario {mode}")
