@@ -510,12 +510,13 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     gulong gathering = g_signal_connect(s->webrtc, "notify::ice-gathering-state", G_CALLBACK(on_gathering), pair);
     gboolean ok = TRUE;
     GstWebRTCSessionDescription *offer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);
+    // An offer webrtcbin refuses, or cannot answer, is the peer's fault (400).
+    *status = 400;
     GstPromise *promise = gst_promise_new();
     g_signal_emit_by_name(s->webrtc, "set-remote-description", offer, promise);
     ok = wait_promise(promise, "the offer was not accepted", error, error_size);
     gst_promise_unref(promise);
     gst_webrtc_session_description_free(offer);
-    if (ok) *status = 400;
     GstWebRTCSessionDescription *answer = NULL;
     if (ok) {
         promise = gst_promise_new();

@@ -218,3 +218,80 @@ import Testing
         _ = run.stop(signal: SIGINT, timeout: 30)
     }
 }
+
+/// Hostile WHEP peers: offers that are not SDP, or are SDP webrtcbin cannot answer, are refused
+/// with a 4xx and a message; viewers beyond the limit get 503; sessions whose peer never
+/// connects are ended by the server (and make room again); the video goes on throughout.
+@Suite(.serialized) struct WHEPHostilePeerTests {
+    static let offer = (try? String(contentsOf: CLI.packageRoot.appendingPathComponent("Tests/Browser/chromium-offer.sdp"), encoding: .utf8)) ?? ""
+
+    static func post(_ url: String, _ body: String, type: String = "application/sdp") throws -> HTTPAPITests.Answer {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("offer").path
+        try body.write(toFile: file, atomically: true, encoding: .utf8)
+        let head = dir.appendingPathComponent("h").path, out = dir.appendingPathComponent("b").path
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-D", head, "-o", out, "-w", "%{http_code}", "--max-time", "30",
+                                                                      "-H", "Content-Type: \(type)", "--data-binary", "@\(file)", url], timeout: 60)
+        var headers: [String: String] = [:]
+        for line in ((try? String(contentsOfFile: head, encoding: .utf8)) ?? "").split(separator: "\r\n") {
+            if let colon = line.firstIndex(of: ":") { headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        }
+        return HTTPAPITests.Answer(status: Int(r.stdout) ?? 0, headers: headers, body: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+    }
+
+    @Test func badOffersAreRefusedAndDeadSessionsEnded() throws {
+        try #require(Self.offer.contains("VP8/90000"), "Tests/Browser/chromium-offer.sdp: a Chromium offer with VP8")
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)", whep = "http://127.0.0.1:\(port)/api/sources/main/whep"
+        let run = try Background.streamlens(["run", "--http", "\(port)", "\(HTTPAPITests.live) ! lenspass ! fakesink"])
+        try #require(HTTPAPITests.waitFor("\(u)/readyz", timeout: 120, process: run), "not ready: \(run.stderr)")
+        func frames() throws -> Int { (try HTTPAPITests.curl("\(u)/api/sources/main").object["frames"] as? Int) ?? 0 }
+        let lines = Self.offer.components(separatedBy: "\r\n")
+        let hostile: [(String, String, Int, String)] = [
+            ("not SDP", "hello, I am not an offer", 400, "not an SDP offer"),
+            ("empty", "", 400, "not an SDP offer"),
+            ("no VP8", Self.offer.replacingOccurrences(of: "VP8/90000", with: "XYZ/90000"), 400, "no VP8"),
+            ("audio only", Self.offer.replacingOccurrences(of: "m=video", with: "m=audio"), 400, "no VP8"),
+            ("no fingerprint", lines.filter { !$0.hasPrefix("a=fingerprint") }.joined(separator: "\r\n"), 400, ""),
+            ("no ICE credentials", lines.filter { !$0.hasPrefix("a=ice-") }.joined(separator: "\r\n"), 400, ""),
+            ("a port of 0 (rejected)", Self.offer.replacingOccurrences(of: "m=video 9", with: "m=video 0"), 400, ""),
+            ("64 KB of m-lines", Self.offer + String(repeating: "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n", count: 1500), 413, ""),
+        ]
+        let before = try frames()
+        for (what, body, status, words) in hostile {
+            let r = try Self.post(whep, body)
+            // Some of these webrtcbin accepts and answers (it is lenient); none may crash it or
+            // get anything but a 201 with an answer or a 4xx with a message.
+            #expect(r.status == status || (r.status == 201 && r.body.hasPrefix("v=0")) || (400..<500).contains(r.status), "\(what): \(r.status) \(r.body.prefix(200))")
+            if r.status == status, !words.isEmpty { #expect(r.body.contains(words), "\(what): \(r.body)") }
+            if let location = r.headers["location"] { _ = try HTTPAPITests.request("DELETE", "\(u)\(location)") }
+        }
+        #expect(try Self.post(whep, Self.offer, type: "application/json").status == 415)
+        // Sixteen viewers that never connect (the offer's DTLS fingerprint is no one's), then a 17th.
+        var locations: [String] = []
+        for _ in 0..<16 {
+            let r = try Self.post(whep, Self.offer)
+            #expect(r.status == 201 && r.body.contains("a=candidate"), "\(r.status) \(r.body.prefix(200))")
+            if let l = r.headers["location"] { locations.append(l) }
+        }
+        let full = try Self.post(whep, Self.offer)
+        #expect(full.status == 503 && full.body.contains("16 viewers already watch"), "\(full.status) \(full.body)")
+        // Another source's name does not end these sessions.
+        #expect(try HTTPAPITests.request("DELETE", "\(u)\(locations[0].replacingOccurrences(of: "/main/", with: "/other/"))").status == 404)
+        // Ended by the server 20 s after their answers; then there is room again.
+        let deadline = Date().addingTimeInterval(60 * CLI.slowdown)
+        var again = 0
+        while Date() < deadline {
+            usleep(2_000_000)
+            let r = try Self.post(whep, Self.offer)
+            again = r.status
+            if let l = r.headers["location"] { _ = try HTTPAPITests.request("DELETE", "\(u)\(l)") }
+            if r.status == 201 { break }
+        }
+        #expect(again == 201, "no room after the dead sessions: \(again)")
+        #expect(try HTTPAPITests.request("DELETE", "\(u)\(locations[1])").status == 404, "a dead session is gone")
+        #expect(try frames() > before + 30, "the video went on")
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+}
