@@ -24,8 +24,9 @@
 #   6. The loopback inference server the remote-inference tests and `make bench-remote` start:
 #      NVIDIA PyTriton (it bundles a real tritonserver) + OpenVINO's Python API, pinned, in
 #      .deps/triton-venv (~550 MB, ~60 s the first time; tools/remote/setup-remote.sh).
-#   7. The browser the console's tests drive: Debian's chromium and chromium-driver (step 1) and
-#      Selenium 4.40.0 from PyPI in .deps/browser-venv (4.52+ wants a certifi PyPI lacks).
+#   7. The browsers the console's tests drive: Debian's chromium and chromium-driver (step 1),
+#      with Selenium 4.40.0 from PyPI in .deps/browser-venv (4.52+ wants a certifi PyPI lacks),
+#      and firefox-esr (driven through its own Marionette protocol: Debian has no geckodriver).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -61,7 +62,7 @@ APT_PACKAGES=(
   # WebRTC for the console (webrtcbin's headers and libnice's GStreamer elements)
   libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice
   # The console's tests: a real browser, headless, driven by Selenium (step 7)
-  chromium chromium-driver python3-venv
+  chromium chromium-driver python3-venv firefox-esr
   # curl talks to `streamlens run --http` in the tests and docs/http-api.md's examples
   curl
   # The MQTT TLS tests make a throwaway CA and broker certificate with it

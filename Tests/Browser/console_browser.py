@@ -5,8 +5,16 @@ prints what the browser saw as one JSON object; the Swift test holds it to the e
   console_browser.py watch URL X0 Y0 X1 Y1 THICKNESS   (streamlens run: video, box, slider, WHEP)
   console_browser.py tiles URL NAME URI REMOVE          (streamlens serve: add by the form, remove)
 
-Run with .deps/browser-venv/bin/python (Selenium 4.40.0, tools/setup.sh step 7).
+  console_browser.py firefox URL                        (the same page in Firefox: it plays)
+
+Run with .deps/browser-venv/bin/python (Selenium 4.40.0, tools/setup.sh step 7). Debian has no
+geckodriver, so Firefox is driven through its own remote protocol, Marionette (below).
 """
+import base64
+import os
+import socket
+import subprocess
+import tempfile
 import json
 import shutil
 import sys
@@ -156,11 +164,93 @@ def tiles(url, name, uri, remove):
     print(json.dumps(result))
 
 
+class Marionette:
+    """Firefox's remote protocol: length-prefixed JSON over TCP ("N:[0,id,name,params]"), the
+    protocol geckodriver itself speaks to Firefox."""
+
+    def __init__(self, port, timeout):
+        deadline = time.time() + timeout
+        while True:
+            try:
+                self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise SystemExit("Firefox's Marionette port did not open")
+                time.sleep(0.1)
+        self.buf = b""
+        self.read()  # its hello
+        self.id = 0
+
+    def read(self):
+        while b":" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise SystemExit("Firefox closed Marionette")
+            self.buf += chunk
+        n, rest = self.buf.split(b":", 1)
+        while len(rest) < int(n):
+            rest += self.sock.recv(65536)
+        self.buf = rest[int(n):]
+        return json.loads(rest[:int(n)])
+
+    def call(self, name, params=None):
+        self.id += 1
+        data = json.dumps([0, self.id, name, params or {}]).encode()
+        self.sock.sendall(str(len(data)).encode() + b":" + data)
+        while True:
+            m = self.read()
+            if m[0] == 1 and m[1] == self.id:
+                if m[2]:
+                    raise SystemExit(f"{name}: {m[2]}")
+                return m[3]
+
+    def script(self, text):
+        return self.call("WebDriver:ExecuteScript", {"script": text, "args": []})["value"]
+
+
+def firefox(url):
+    profile = tempfile.mkdtemp()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(os.path.join(profile, "user.js"), "w") as f:
+        f.write(f'user_pref("marionette.port", {port});\nuser_pref("media.autoplay.default", 0);\n'
+                'user_pref("media.autoplay.blocking_policy", 0);\nuser_pref("browser.shell.checkDefaultBrowser", false);\n')
+    ff = subprocess.Popen(["firefox-esr", "--headless", "--marionette", "--no-remote", "--profile", profile],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    result = {}
+    try:
+        m = Marionette(port, 60 * SLOW)
+        m.call("WebDriver:NewSession", {"capabilities": {}})
+        # Uncaught errors and rejections, as the page's own console would show them.
+        m.call("WebDriver:Navigate", {"url": url + "/"})
+        m.script("window.__errors = []; addEventListener('error', e => __errors.push(String(e.message)));"
+                 "addEventListener('unhandledrejection', e => __errors.push(String(e.reason)));")
+        wait("the video to play in Firefox", lambda: m.script(f"const v = {VIDEO % 'main'}; return v && v.videoWidth > 0 && v.currentTime > 1"), 60)
+        t0 = m.script(f"return {VIDEO % 'main'}.currentTime")
+        time.sleep(2)
+        v = m.script(f"const v = {VIDEO % 'main'}; return [v.videoWidth, v.videoHeight, v.currentTime, v.paused]")
+        result.update(width=v[0], height=v[1], advanced=v[2] - t0, paused=v[3], errors=m.script("return window.__errors"),
+                      agent=m.script("return navigator.userAgent"))
+        if sys.argv[-1].endswith(".png"):
+            with open(sys.argv[-1], "wb") as f:
+                f.write(base64.b64decode(m.call("WebDriver:TakeScreenshot", {"full": False})["value"]))
+        m.call("WebDriver:DeleteSession")
+    finally:
+        os.killpg(ff.pid, 9)
+        ff.wait()
+        __import__("shutil").rmtree(profile, ignore_errors=True)
+    print(json.dumps(result))
+
+
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     if mode == "watch":
         watch(url, *map(lambda s: int(float(s)), sys.argv[3:8]))
     elif mode == "tiles":
         tiles(url, sys.argv[3], sys.argv[4], sys.argv[5])
+    elif mode == "firefox":
+        firefox(url)
     else:
         raise SystemExit(f"unknown scenario {mode}")

@@ -109,6 +109,22 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
     }
 
+    /// The same page in Firefox (Debian's firefox-esr, headless, through Marionette): it plays
+    /// the video at the source's size, with no uncaught error.
+    @Test func firefoxPlaysTheVideoToo() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr"), "no firefox-esr: run make setup")
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
+        let run = try Background.streamlens(["run", "--http", "\(port)", "\(Self.camera) ! lensdetect ! fakesink"])
+        try #require(HTTPAPITests.waitFor("\(u)/readyz", timeout: 120, process: run), "not ready: \(run.stderr)")
+        let seen = try Self.browser(["firefox", u, CLI.packageRoot.appendingPathComponent(".build/console-firefox.png").path])
+        #expect((seen["agent"] as? String ?? "").contains("Firefox"), "\(seen)")
+        #expect(seen["width"] as? Int == 512 && seen["height"] as? Int == 512, "\(seen)")
+        #expect((seen["advanced"] as? Double ?? 0) > 1, "\(seen)")
+        #expect((seen["errors"] as? [String] ?? ["?"]).isEmpty, "\(seen)")
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
     /// MJPEG for <img>, curl and VLC: multipart/x-mixed-replace, JPEG parts of the source's
     /// size, at most the rate asked for; a bad rate or point is refused.
     @Test func mjpegStreamsJPEGPartsAtTheRateAskedFor() throws {
