@@ -114,6 +114,8 @@ static gboolean has_linked_src_pad(GstElement *element) {
 }
 
 // From a last element upstream: the first sink pad that carries raw video (a reference), or NULL.
+// Only through pads whose caps are settled: a pad not negotiated yet ends the walk (NULL), so
+// that a pipeline still starting is never tapped upstream of its stages.
 static GstPad *raw_video_upstream_of(GstElement *last) {
     GstElement *element = gst_object_ref(last);
     for (int hops = 0; element && hops < 64; hops++) {
@@ -122,6 +124,9 @@ static GstPad *raw_video_upstream_of(GstElement *last) {
         element = NULL;
         if (!sink) return NULL;
         if (is_raw_video(sink)) return sink;
+        GstCaps *caps = gst_pad_get_current_caps(sink);
+        if (!caps) { gst_object_unref(sink); return NULL; }
+        gst_caps_unref(caps);
         GstPad *peer = gst_pad_get_peer(sink);
         gst_object_unref(sink);
         if (!peer) return NULL;

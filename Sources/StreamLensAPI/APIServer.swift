@@ -498,7 +498,20 @@ public final class APIServer: Sendable {
         slow.async { [self] in reply(answer(name, at: at, offer: offer, commands: commands)) }
     }
 
+    /// A source's video can be tapped once it plays (before, its caps are not settled and the
+    /// last raw video before a sink cannot be told).
+    private func notPlaying(_ name: String) -> HTTPReply? {
+        guard let s = catalog.statuses().first(where: { $0.name == name }) else { return noSource(name) }
+        guard s.state == SourceSet.State.playing.rawValue else {
+            var r = Self.error(503, "source \(name) is \(s.state), not playing: its video can be watched once it plays")
+            r.headers.append(("Retry-After", "1"))
+            return r
+        }
+        return nil
+    }
+
     private func answer(_ name: String, at: String?, offer: String, commands: PipelineCommands) -> HTTPReply {
+        if let refusal = notPlaying(name) { return refusal }
         do {
             let tap = try web.tap(source: name, at: at, commands: commands)
             let (session, answer) = try tap.offer(offer)
@@ -520,6 +533,7 @@ public final class APIServer: Sendable {
             guard let n = Int(text), (1...30).contains(n) else { return reply(Self.error(422, "fps must be 1…30")) }
             fps = n
         }
+        if let refusal = notPlaying(name) { return reply(refusal) }
         let tap: WebTap
         do { tap = try web.tap(source: name, at: at, commands: commands) } catch { return reply(Self.error(error.status, error.message)) }
         if request.method == "HEAD" {

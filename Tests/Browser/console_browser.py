@@ -117,6 +117,9 @@ def watch(url, x0, y0, x1, y1, thickness):
         m1, t1 = metrics(url)[key], time.time()
         result["viewers"] = 4
         result["encoded_per_second"] = (m1 - m0) / (t1 - t0)
+        # What reaches the point meanwhile: the last stage's rate (a slow machine runs below 30).
+        stages = json.loads(urllib.request.urlopen(url + "/api/sources/main", timeout=10).read())["stages"]
+        result["last_stage_fps"] = next(s["fps"] for s in stages if s["name"] == "style")
         # WHEP by hand: a session's Location ends it once, then it is gone.
         result["whep"] = d.execute_async_script("""const done = arguments[arguments.length - 1];
             (async () => { const pc = new RTCPeerConnection(); pc.addTransceiver('video', {direction: 'recvonly'});
