@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""docs/console.png: the console as a person sees it, made by the real thing.
+"""docs/console.jpg: the console as a person sees it, made by the real thing.
 
 `streamlens serve --http` with four public-domain photos as live cameras (scikit-image's, in
 .deps/media: the astronaut, the cat, the coffee, the rocket), each detected, tracked and stylized
 with a different shipped style; headless chromium opens the console, selects the astronaut and
 waits for every tile to play, then saves the screenshot.
 
-  .deps/browser-venv/bin/python tools/console-screenshot.py [.build/release/streamlens] [docs/console.png]
+  .deps/browser-venv/bin/python tools/console-screenshot.py [.build/release/streamlens] [docs/console.jpg]
 """
 import json
 import os
@@ -24,7 +24,7 @@ from selenium.webdriver.chrome.service import Service
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/release/streamlens")
-OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "docs/console.png")
+OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "docs/console.jpg")
 SOURCES = [("astronaut", "astronaut.png", "Models/mosaic.json", 0.6), ("cat", "chelsea.png", "Models/waves.json", 1.0),
            ("coffee", "coffee.png", "Models/embers.json", 0.8), ("rocket", "rocket.jpg", "Models/mosaic.json", 0.0)]
 
@@ -79,7 +79,12 @@ def main():
         time.sleep(8)
         driver.find_element("css selector", 'section.tile[data-source="astronaut"]').click()
         time.sleep(3)
-        driver.save_screenshot(OUT)
+        png = os.path.join(work, "console.png")
+        driver.save_screenshot(png)
+        if OUT.endswith(".png"):
+            shutil.copy(png, OUT)
+        else:  # JPEG by ffmpeg (set-up installs it): a quarter of the PNG's size
+            subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", png, "-q:v", "3", OUT], check=True)
         print(f"console-screenshot: {OUT} ({playing} of {len(SOURCES)} tiles playing)")
     finally:
         if driver:
