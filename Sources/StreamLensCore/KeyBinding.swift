@@ -82,6 +82,18 @@ public struct KeyBinding: Sendable, Equatable {
 }
 
 /// Keys the host itself answers, whatever the stages: listed with the stages' own.
+extension KeyBinding {
+    /// A key as a browser names it (KeyboardEvent.key: "+", "-", " ", "a") as the navigation
+    /// events of a preview window name it (X keysyms: "plus", "minus", "space", "a"), which is
+    /// what bindings list. Names already keysyms pass unchanged.
+    public static func keysym(_ key: String) -> String {
+        let names: [String: String] = ["+": "plus", "-": "minus", "=": "equal", " ": "space", "Spacebar": "space", ",": "comma",
+                                       ".": "period", "/": "slash", "*": "asterisk", "[": "bracketleft", "]": "bracketright",
+                                       "ArrowLeft": "Left", "ArrowRight": "Right", "ArrowUp": "Up", "ArrowDown": "Down"]
+        return names[key] ?? key
+    }
+}
+
 public enum HostKeys {
     public static let pause = (keys: ["space"], label: "space", help: "pauses and resumes the pipeline")
 }

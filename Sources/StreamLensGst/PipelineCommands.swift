@@ -110,11 +110,12 @@ public final class PipelineCommands: @unchecked Sendable {
     /// that taps its video (StreamLensWeb).
     public var element: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pipeline) }
 
-    /// A key pressed in a view of the pipeline (the console): what a preview window does with
-    /// it. Space pauses or resumes; a stage's binding (`StageDescriptor.keys`) becomes a `set`
+    /// A key pressed in a view of the pipeline (the console; named as a browser or as X names
+    /// it: "-" or "minus"): what a preview window does with it. Space pauses or resumes; a stage's binding (`StageDescriptor.keys`) becomes a `set`
     /// of its property. The commands carried out, each with its answer; empty when no stage
     /// binds the key.
-    public func press(key: String) -> [String] {
+    public func press(key browserKey: String) -> [String] {
+        let key = KeyBinding.keysym(browserKey)
         if HostKeys.pause.keys.contains(key) {
             var state = GST_STATE_NULL, pending = GST_STATE_NULL
             gst_element_get_state(pipeline, &state, &pending, 0)

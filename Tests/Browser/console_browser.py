@@ -101,6 +101,12 @@ def watch(url, x0, y0, x1, y1, thickness):
         after = d.execute_script(GRAB % (VIDEO % "main"), points)
         result["slider_after"] = slider.get_attribute("value")
         result["picture_change"] = sum(abs(a - b) for a, b in zip(before["grey"], after["grey"])) / len(before["grey"])
+        result["strength_after_slider"] = strength(url)
+        # The preview window's key: "-" lowers the strength by 0.1 (pressed on the page, not in a field).
+        d.find_element(By.CSS_SELECTOR, 'section.tile[data-source="main"] .view').click()
+        webdriver.ActionChains(d).send_keys("-").perform()
+        wait("the key to take effect", lambda: abs(strength(url) - 0.9) < 1e-6, 20)
+        result["strength_after_key"] = strength(url)
         # The style thumbnails: one per style, each a picture the browser decoded.
         result["thumbnails"] = d.execute_script("return [...document.querySelectorAll('img.style[data-stage=\"style\"]')].map(i => i.naturalWidth)")
         # Three more viewers in the page: still one encoder (frames encoded a second ~ the source's rate).
@@ -133,6 +139,11 @@ def watch(url, x0, y0, x1, y1, thickness):
     finally:
         d.quit()
     print(json.dumps(result))
+
+
+def strength(url):
+    stage = json.loads(urllib.request.urlopen(url + "/api/sources/main/stages/style", timeout=10).read())
+    return next(p["value"] for p in stage["properties"] if p["name"] == "strength")
 
 
 def point_of(url):

@@ -36,7 +36,7 @@ import Testing
     /// `run --http`: the page plays the pipeline's video over WebRTC at the source's size, with
     /// no console error; the detector's box shows in the browser's picture where the face is;
     /// moving the strength slider changes the stage's property (read back by the API) and the
-    /// picture; the styles show as pictures; four viewers share one encoder; a WHEP session ends
+    /// picture; a preview window's key does what it does there; the styles show as pictures; four viewers share one encoder; a WHEP session ends
     /// by DELETE of its Location.
     @Test func thePagePlaysTheVideoWithItsBoxesAndItsSliderChangesTheStyle() throws {
         let box = try Self.faceBox()
@@ -59,8 +59,11 @@ import Testing
         #expect(!magenta("face_middle"), "\(seen["face_middle"] ?? "-")")
         // The slider: strength 0 → 1 by the keyboard; the API reads 1 back; the picture changed.
         #expect(seen["slider_before"] as? String == "0" && seen["slider_after"] as? String == "1", "\(seen)")
+        #expect(seen["strength_after_slider"] as? Double == 1.0, "\(seen)")
+        // The preview window's keys work on the page: "-" lowered the strength by 0.1.
+        #expect(seen["strength_after_key"] as? Double == 0.9, "\(seen)")
         let stage = try HTTPAPITests.curl("\(u)/api/sources/main/stages/style")
-        #expect((HTTPAPITests.properties(stage)["strength"]?["value"] as? Double) == 1.0, "\(stage.body.prefix(300))")
+        #expect((HTTPAPITests.properties(stage)["strength"]?["value"] as? Double) == 0.9, "\(stage.body.prefix(300))")
         #expect((seen["picture_change"] as? Double ?? 0) > 15, "mean grey change \(seen["picture_change"] ?? "-") of 255")
         // lensstylize's four default styles, each a picture.
         let thumbnails = seen["thumbnails"] as? [Int] ?? []
@@ -294,7 +297,7 @@ import Testing
         let full = try Self.post(whep, Self.offer)
         #expect(full.status == 503 && full.body.contains("16 viewers already watch"), "\(full.status) \(full.body)")
         // Another source's name does not end these sessions.
-        #expect(try HTTPAPITests.request("DELETE", "\(u)\(locations[0].replacingOccurrences(of: "/main/", with: "/other/"))").status == 404)
+        #expect(try HTTPAPITests.request("DELETE", "\(u)\(locations[0].replacingOccurrences(of: "sources/main", with: "sources/other"))").status == 404)
         // Ended by the server 20 s after their answers; then there is room again.
         let deadline = Date().addingTimeInterval(60 * CLI.slowdown)
         var again = 0
