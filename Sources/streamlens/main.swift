@@ -47,7 +47,8 @@ let usage = """
         --control-group G   members of group G may use the control socket too (0660)
         --http A        serve the HTTP API while running (docs/http-api.md): sources, stage
                         properties (PATCH live ones), events (SSE), /healthz, /readyz, /metrics,
-                        /api/openapi.json; A is PORT (loopback) or ADDRESS:PORT
+                        /api/openapi.json, and the console at http://A/ (docs/console.md: live
+                        video by WebRTC, controls, events); A is PORT (loopback) or ADDRESS:PORT
         --http-token-file F  every request must carry the file's content as a bearer token
                         (required for an address beyond loopback)
         --http-allow-origin O  let pages of origin O call the API from a browser (CORS)
