@@ -134,6 +134,10 @@ def watch(url, x0, y0, x1, y1, thickness):
               const where = r.headers.get('Location'); const answer = await r.text();
               const first = await fetch(where, {method: 'DELETE'}); pc.close();
               done([r.status, r.headers.get('Content-Type'), answer.includes('a=candidate'), where, first.status]); })().catch(e => done(String(e)));""")
+        # The tile's zone counts (lenszone's reading) and the event feed's snapshots, inline.
+        result["zones"] = d.execute_script("return document.querySelector('section.tile[data-source=\"main\"] .zones').textContent")
+        result["snapshot_picture_width"] = wait("a snapshot in the event feed", lambda: d.execute_script(
+            "const i = document.querySelector('#events li[data-type=\"snapshot\"] img'); return i && i.complete && i.naturalWidth"), 30)
         result["severe"] = severe(d)
         d.save_screenshot(sys.argv[-1]) if sys.argv[-1].endswith(".png") else None
     finally:

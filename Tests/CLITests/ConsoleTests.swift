@@ -36,13 +36,18 @@ import Testing
     /// `run --http`: the page plays the pipeline's video over WebRTC at the source's size, with
     /// no console error; the detector's box shows in the browser's picture where the face is;
     /// moving the strength slider changes the stage's property (read back by the API) and the
-    /// picture; a preview window's key does what it does there; the styles show as pictures; four viewers share one encoder; a WHEP session ends
+    /// picture; a preview window's key does what it does there; the tile shows the zone's
+    /// counts and the event feed a snapshot's picture; the styles show as pictures; four viewers share one encoder; a WHEP session ends
     /// by DELETE of its Location.
     @Test func thePagePlaysTheVideoWithItsBoxesAndItsSliderChangesTheStyle() throws {
         let box = try Self.faceBox()
         let thickness = 8
         let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
-        let run = try Background.streamlens(["run", "--http", "\(port)", "\(Self.camera) ! lensdetect name=faces color=#ff00ff thickness=\(thickness) ! lensstylize name=style model=Models/mosaic.json strength=0 ! fakesink"])
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = try Background.streamlens(["run", "--http", "\(port)", "\(Self.camera) ! lensdetect name=faces color=#ff00ff thickness=\(thickness) ! lenstrack "
+            + "! lenszone lines=door:0.5,0,0.5,1 ! lenssnapshot on=interval interval=2 what=crop path=\(dir.path)/snap-{n}.jpg "
+            + "! lensstylize name=style model=Models/mosaic.json strength=0 ! fakesink"])
         try #require(HTTPAPITests.waitFor("\(u)/readyz", timeout: 120, process: run), "not ready: \(run.stderr)")
         let shot = CLI.packageRoot.appendingPathComponent(".build/console-test.png").path
         let seen = try Self.browser(["watch", u, "\(box.x0)", "\(box.y0)", "\(box.x1)", "\(box.y1)", "\(thickness)", shot])
@@ -78,6 +83,9 @@ import Testing
         if let location = whep.count == 5 ? whep[3] as? String : nil {
             #expect(try HTTPAPITests.request("DELETE", "\(u)\(location)").status == 404, "a session ends once")
         }
+        // The zone's counts on the tile; a snapshot's picture in the event feed.
+        #expect((seen["zones"] as? String ?? "").contains("door"), "\(seen["zones"] ?? "-")")
+        #expect((seen["snapshot_picture_width"] as? Int ?? 0) > 0, "\(seen)")
         #expect((seen["severe"] as? [String] ?? ["?"]).isEmpty, "console errors: \(seen["severe"] ?? "-")")
         let r = run.stop(signal: SIGINT, timeout: 30)
         #expect(r.status == 0, "\(r.stderr)")
