@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-track bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-track bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -53,7 +53,7 @@ test-train: build
 
 # Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
 # pipeline tests under AddressSanitizer with leak checking (tools/sanitize.sh).
-ASAN_PASS ?= HTTPServerTests|HTTPAPITests/hostileClientsCostOnlyTheirOwnRequests|StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels|MemoryBackendTests|PreprocessingTests|IoUTrackerTests|RecordSinkTests
+ASAN_PASS ?= HTTPServerTests|HTTPAPITests/hostileClientsCostOnlyTheirOwnRequests|WHEPHostilePeerTests|ConsoleTests/mjpegStreamsJPEGPartsAtTheRateAskedFor|StageElementTests|RunTests|DetectTests/twoFacesSideBySide|StylizeTests/strengthZero|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|ModelStageTests|DeliveryTests|InferenceRuntimeTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZoneStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|MultiObjectTrackerTests|ObjectCropTests|RegionDecoderTests|ObjectModelsTests/bothModels|MemoryBackendTests|PreprocessingTests|IoUTrackerTests|RecordSinkTests
 # Left out of that pass: tests that only run the same code longer (Swift Testing's filter matches
 # a test's file name too, so 'RunTests' also took RunTests.swift's CommandTests: every example of
 # the stage list, 184 s under ASan), the three-model demo (170 s) and two measurements of thread
@@ -134,6 +134,14 @@ bench-streams: build
 # clients, interleaved rounds (bench/http_api.py; N=16 ROUNDS=3). Not part of `make bench`.
 bench-http: build
 	bench/http_api.py $(BIN_RELEASE)
+
+# Video in the browser: glass-to-browser latency (a time code read from each frame the browser
+# presents, requestVideoFrameCallback) of a live 720p30 source with face detection over WHEP
+# against lensrtsp's RTSP client on the same source, the server's CPU with 0, 1 and 4 WebRTC
+# viewers, and the console page's own cost over a bare viewer; headless chromium, interleaved
+# rounds (bench/console.py; ROUNDS=3 DURATION=20). Not part of `make bench`.
+bench-console: build
+	.deps/browser-venv/bin/python bench/console.py $(BIN_RELEASE)
 
 # All six benchmarks in one run, then bench/REPORT.md and bench/report.png: the machine, the
 # settings, the load average, medians and ratios against the baselines measured in the same run

@@ -6,12 +6,16 @@
 //                            presents (requestVideoFrameCallback) for the latency figures.
 //   status()                 per viewer: ICE/connection state, frames decoded, errors.
 //   begin() / collect()      open / read the measured window (the records since begin()).
+//   picture()                the first viewer's current frame, full size, as a PNG data URL.
 //   stop()                   DELETE every WHEP session, close every peer connection.
 //   clock()                  performance.timeOrigin + performance.now(), Date.now() (ms since the epoch).
 // The time code (bench/live_peer.py): 64 bits (sequence 16 | CLOCK_MONOTONIC µs mod 2^32 | CRC-16/
 // CCITT-FALSE of those six bytes), each bit a Manchester pair of 32-px squares (1: white then
 // black), 16 squares a row, 8 rows, top-right corner (16-px margin) of the 1280x720 frame. A pair
-// is read by comparing the means of its squares' inner halves (luma), as live_peer.py does.
+// is read by comparing the means of its squares' inner halves (luma), as live_peer.py does: from
+// the frame's own luma plane (VideoFrame.copyTo of the code's corner), or, when the frame has no
+// planes to give, from the corner drawn into a canvas (RGB -> luma). The first frame that fails
+// the CRC is kept as a PNG (the canvas) for a look.
 (() => {
   if (window.benchViewers) return;
   const W = 1280, BLOCK = 32, COLS = 16, ROWS = 8, MARGIN = 16, BITS = 64;
@@ -62,9 +66,39 @@
         means[r * COLS + c] = sum;
       }
     }
+    return bitsOf(means);
+  }
+
+  /** Pair means -> bits -> {seq, micros} or null. */
+  function bitsOf(means) {
     const bits = new Array(BITS);
     for (let i = 0; i < BITS; i++) bits[i] = means[2 * i] > means[2 * i + 1] ? 1 : 0;
     return decode(bits);
+  }
+
+  /** Reads the code from the frame's own luma plane (I420, NV12…: the plane live_peer.py reads),
+   *  copying only the code's corner, with no colour conversion and no canvas. undefined when the
+   *  frame offers no planes (then the caller draws it into the canvas instead). */
+  let lumaBuf = null;
+  async function readLuma(frame) {
+    if (!frame.format || !/^(I4[24][04]|NV12)/.test(frame.format) || frame.displayWidth !== W) return undefined;
+    const vr = frame.visibleRect;
+    const rect = { x: vr.x + CX, y: vr.y + CY, width: COLS * BLOCK, height: ROWS * BLOCK };
+    const size = frame.allocationSize({ rect });
+    if (!lumaBuf || lumaBuf.length < size) lumaBuf = new Uint8Array(size);
+    const [{ offset, stride }] = await frame.copyTo(lumaBuf, { rect });
+    const means = new Float64Array(ROWS * COLS);
+    for (let r = 0; r < ROWS; r++) {
+      for (let c = 0; c < COLS; c++) {
+        let sum = 0;
+        for (let y = r * BLOCK + LO; y < r * BLOCK + HI; y++) {
+          const o = offset + y * stride + c * BLOCK;
+          for (let x = LO; x < HI; x++) sum += lumaBuf[o + x];
+        }
+        means[r * COLS + c] = sum;
+      }
+    }
+    return bitsOf(means);
   }
 
   const viewers = [];
@@ -72,36 +106,39 @@
 
   function newRecords() {
     return { seq: [], micros: [], display: [], now: [], presentation: [], receive: [], unreadable: 0,
-             callbacks: 0, mismatch: 0, noFrame: 0, rtp: [], presentedFirst: null, presentedLast: null, width: 0, height: 0 };
+             callbacks: 0, work: [], canvas: 0, lumaError: null, mismatch: 0, noFrame: 0, rtp: [], presentedFirst: null, presentedLast: null, width: 0, height: 0 };
   }
 
   function measure(v) {
     const video = v.video;
-    const onFrame = (now, md) => {
+    const onFrame = async (now, md) => {
       if (v.closed) return;
       video.requestVideoFrameCallback(onFrame);
       if (!rec) return;
-      rec.callbacks++;
-      if (rec.presentedFirst === null) rec.presentedFirst = md.presentedFrames;
-      rec.presentedLast = md.presentedFrames;
-      rec.width = md.width; rec.height = md.height;
+      const r = rec;
+      r.callbacks++;
+      if (r.presentedFirst === null) r.presentedFirst = md.presentedFrames;
+      r.presentedLast = md.presentedFrames;
+      r.width = md.width; r.height = md.height;
       // The frame the callback is about, as a VideoFrame: its timestamp (the media time, µs) says
       // whether it is the one the metadata describes (the element may have moved on to the next
       // by now); a frame that is not is skipped and counted, never paired with another's times.
-      let frame = null, got = null;
-      try { frame = new VideoFrame(video); } catch (e) { rec.noFrame++; return; }
+      const t0 = performance.now();
+      let frame = null, got;
+      try { frame = new VideoFrame(video); } catch (e) { r.noFrame++; return; }
       try {
-        if (Math.abs(frame.timestamp - md.mediaTime * 1e6) > 1000) { rec.mismatch++; return; }
-        got = readCode(frame, frame.displayWidth);
-      } finally { frame.close(); }
-      if (!got) { rec.unreadable++; if (!rec.bad) rec.bad = canvas.toDataURL('image/png'); return; }
+        if (Math.abs(frame.timestamp - md.mediaTime * 1e6) > 1000) { r.mismatch++; return; }
+        try { got = await readLuma(frame); } catch (e) { got = undefined; r.lumaError = String(e && e.message || e); }
+        if (got === undefined) { r.canvas++; got = readCode(frame, frame.displayWidth); }
+        if (!got) { r.unreadable++; if (!r.bad) { readCode(frame, frame.displayWidth); r.bad = canvas.toDataURL('image/png'); } return; }
+      } finally { frame.close(); r.work.push(performance.now() - t0); }
       const o = performance.timeOrigin;
-      rec.seq.push(got.seq); rec.micros.push(got.micros);
-      rec.display.push(o + md.expectedDisplayTime);
-      rec.now.push(o + now);
-      rec.presentation.push(o + md.presentationTime);
-      rec.rtp.push(md.rtpTimestamp === undefined ? null : md.rtpTimestamp);
-      rec.receive.push(md.receiveTime !== undefined ? o + md.receiveTime : null);
+      r.seq.push(got.seq); r.micros.push(got.micros);
+      r.display.push(o + md.expectedDisplayTime);
+      r.now.push(o + now);
+      r.presentation.push(o + md.presentationTime);
+      r.rtp.push(md.rtpTimestamp === undefined ? null : md.rtpTimestamp);
+      r.receive.push(md.receiveTime !== undefined ? o + md.receiveTime : null);
     };
     video.requestVideoFrameCallback(onFrame);
   }
@@ -148,6 +185,15 @@
     },
     begin() { rec = newRecords(); },
     collect() { const r = rec; rec = null; return r; },
+    /** The first viewer's current frame at its own size, as a PNG data URL (a look at the code after VP8). */
+    picture() {
+      const v = viewers[0] && viewers[0].video;
+      if (!v || !v.videoWidth) return null;
+      const c = document.createElement('canvas');
+      c.width = v.videoWidth; c.height = v.videoHeight;
+      c.getContext('2d').drawImage(v, 0, 0);
+      return c.toDataURL('image/png');
+    },
     async stop() {
       const gone = [];
       for (const v of viewers.splice(0)) {
