@@ -46,6 +46,10 @@ struct SLWebTap {
     gulong probe;
     char *point;
 
+    // `structure` is held while the WebRTC pipeline or its sessions are built or taken apart (a
+    // viewer joining while the last one leaves must not link into a pipeline being stopped);
+    // taken before `lock`, never after it.
+    pthread_mutex_t structure;
     // `lock` guards everything below except what `callbacks` guards. Never held while a
     // pipeline changes state (its streaming threads take it in the probe and callbacks).
     pthread_mutex_t lock;
@@ -346,6 +350,7 @@ static void remove_session(SLWebTap *t, GstElement *rtc, GstElement *tee, Sessio
 // Sessions matching `which` (or all when `which` is 0 and `all`) and, when none is left, the
 // WebRTC pipeline, out of the tap and torn down.
 static void end_sessions(SLWebTap *t, unsigned which, gboolean all, gboolean reap) {
+    pthread_mutex_lock(&t->structure);
     gint64 now = g_get_monotonic_time();
     GPtrArray *gone = g_ptr_array_new();
     pthread_mutex_lock(&t->lock);
@@ -374,6 +379,7 @@ static void end_sessions(SLWebTap *t, unsigned which, gboolean all, gboolean rea
     if (stop_src) gst_object_unref(stop_src);
     if (stop_tee) gst_object_unref(stop_tee);
     stop_pipeline(stop);
+    pthread_mutex_unlock(&t->structure);
 }
 
 // The payload type the offer gives VP8 at 90 kHz, or -1.
@@ -424,10 +430,12 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
         return 0;
     }
     *status = 503;
+    pthread_mutex_lock(&t->structure);
     pthread_mutex_lock(&t->lock);
     gboolean full = t->sessions->len >= t->config.max_viewers;
     pthread_mutex_unlock(&t->lock);
     if (full) {
+        pthread_mutex_unlock(&t->structure);
         gst_sdp_message_free(sdp);
         char *text = g_strdup_printf("%u viewers already watch this point (the most there may be)", t->config.max_viewers);
         copy_error(error, error_size, text);
@@ -441,7 +449,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     pthread_mutex_unlock(&t->lock);
     if (need) {
         GstElement *p = start_rtc(t, error, error_size);
-        if (!p) { gst_sdp_message_free(sdp); return 0; }
+        if (!p) { pthread_mutex_unlock(&t->structure); gst_sdp_message_free(sdp); return 0; }
         pthread_mutex_lock(&t->lock);
         if (t->rtc == NULL) {
             t->rtc = p;
@@ -458,7 +466,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     pthread_mutex_lock(&t->lock);
     GstElement *rtc = t->rtc ? gst_object_ref(t->rtc) : NULL, *tee = t->rtc_tee ? gst_object_ref(t->rtc_tee) : NULL;
     pthread_mutex_unlock(&t->lock);
-    if (!rtc) { gst_sdp_message_free(sdp); copy_error(error, error_size, "the video for browsers stopped"); return 0; }
+    if (!rtc) { pthread_mutex_unlock(&t->structure); gst_sdp_message_free(sdp); copy_error(error, error_size, "the video for browsers stopped"); return 0; }
 
     // This viewer's branch: its own payloader (the offer's payload type; Chromium and Firefox
     // number VP8 differently) after the shared encoder.
@@ -476,6 +484,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
         if (s->branch) gst_object_unref(s->branch);
         if (s->webrtc) gst_object_unref(s->webrtc);
         g_free(s);
+        pthread_mutex_unlock(&t->structure);
         gst_sdp_message_free(sdp);
         gst_object_unref(rtc); gst_object_unref(tee);
         return 0;
@@ -496,7 +505,12 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     g_ptr_array_add(t->sessions, s);
     pthread_mutex_unlock(&t->lock);
     unsigned id = s->id;
+    // From here on the session belongs to the tap (it may be ended by another thread): only
+    // these references of our own are used.
+    GstElement *webrtc = gst_object_ref(s->webrtc);
     if (!linked) {
+        pthread_mutex_unlock(&t->structure);
+        gst_object_unref(webrtc);
         copy_error(error, error_size, "could not link a viewer to the encoder");
         gst_sdp_message_free(sdp);
         gst_object_unref(rtc); gst_object_unref(tee);
@@ -505,6 +519,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     }
     gst_element_sync_state_with_parent(s->webrtc);
     gst_element_sync_state_with_parent(s->branch);
+    pthread_mutex_unlock(&t->structure);
 
     // Offer in, answer out, then the candidates gathered into it.
     GMutex mutex;
@@ -512,20 +527,20 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     g_mutex_init(&mutex);
     g_cond_init(&cond);
     void *pair[2] = {&cond, &mutex};
-    gulong gathering = g_signal_connect(s->webrtc, "notify::ice-gathering-state", G_CALLBACK(on_gathering), pair);
+    gulong gathering = g_signal_connect(webrtc, "notify::ice-gathering-state", G_CALLBACK(on_gathering), pair);
     gboolean ok = TRUE;
     GstWebRTCSessionDescription *offer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);
     // An offer webrtcbin refuses, or cannot answer, is the peer's fault (400).
     *status = 400;
     GstPromise *promise = gst_promise_new();
-    g_signal_emit_by_name(s->webrtc, "set-remote-description", offer, promise);
+    g_signal_emit_by_name(webrtc, "set-remote-description", offer, promise);
     ok = wait_promise(promise, "the offer was not accepted", error, error_size);
     gst_promise_unref(promise);
     gst_webrtc_session_description_free(offer);
     GstWebRTCSessionDescription *answer = NULL;
     if (ok) {
         promise = gst_promise_new();
-        g_signal_emit_by_name(s->webrtc, "create-answer", NULL, promise);
+        g_signal_emit_by_name(webrtc, "create-answer", NULL, promise);
         ok = wait_promise(promise, "no answer to the offer", error, error_size);
         if (ok) {
             const GstStructure *reply = gst_promise_get_reply(promise);
@@ -537,7 +552,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     if (ok) {
         *status = 500;
         promise = gst_promise_new();
-        g_signal_emit_by_name(s->webrtc, "set-local-description", answer, promise);
+        g_signal_emit_by_name(webrtc, "set-local-description", answer, promise);
         ok = wait_promise(promise, "the answer was not taken", error, error_size);
         gst_promise_unref(promise);
     }
@@ -547,13 +562,13 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
         g_mutex_lock(&mutex);
         for (;;) {
             GstWebRTCICEGatheringState state;
-            g_object_get(s->webrtc, "ice-gathering-state", &state, NULL);
+            g_object_get(webrtc, "ice-gathering-state", &state, NULL);
             if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE) break;
             if (!g_cond_wait_until(&cond, &mutex, until)) break;
         }
         g_mutex_unlock(&mutex);
         GstWebRTCSessionDescription *local = NULL;
-        g_object_get(s->webrtc, "local-description", &local, NULL);
+        g_object_get(webrtc, "local-description", &local, NULL);
         if (local) {
             *answer_text = gst_sdp_message_as_text(local->sdp);
             gst_webrtc_session_description_free(local);
@@ -562,7 +577,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
             copy_error(error, error_size, "webrtcbin has no local description");
         }
     }
-    g_signal_handler_disconnect(s->webrtc, gathering);
+    g_signal_handler_disconnect(webrtc, gathering);
     g_mutex_clear(&mutex);
     g_cond_clear(&cond);
     if (ok) {
@@ -577,6 +592,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     }
     gst_object_unref(rtc);
     gst_object_unref(tee);
+    gst_object_unref(webrtc);
     if (!ok) {
         end_sessions(t, id, FALSE, FALSE);
         g_free(*answer_text);
@@ -750,6 +766,7 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
     GstElement *parent = gst_pad_get_parent_element(pad);
     t->point = g_strdup_printf("%s:%s", parent ? GST_OBJECT_NAME(parent) : "?", GST_PAD_NAME(pad));
     if (parent) gst_object_unref(parent);
+    pthread_mutex_init(&t->structure, NULL);
     pthread_mutex_init(&t->lock, NULL);
     pthread_mutex_init(&t->callbacks, NULL);
     pthread_mutex_init(&t->janitor_lock, NULL);
@@ -792,6 +809,7 @@ void sl_web_tap_free(SLWebTap *t) {
     gst_object_unref(t->pad);
     g_ptr_array_free(t->sessions, TRUE);
     g_array_free(t->subscribers, TRUE);
+    pthread_mutex_destroy(&t->structure);
     pthread_mutex_destroy(&t->lock);
     pthread_mutex_destroy(&t->callbacks);
     pthread_mutex_destroy(&t->janitor_lock);
