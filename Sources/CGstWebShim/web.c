@@ -320,12 +320,42 @@ static void on_ice_state(GObject *webrtc, GParamSpec *spec, gpointer data) {
     if (closed) wake_janitor(t);
 }
 
+// What a WHEP request waits on while webrtcbin gathers candidates. On the heap and counted: a
+// "notify" emission may still be running on webrtcbin's thread when the request disconnects
+// its handler and returns; the handler's reference goes when its closure does, after that.
+typedef struct {
+    gint refs;
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+} Gathering;
+
+static Gathering *gathering_new(void) {
+    Gathering *g = g_new0(Gathering, 1);
+    g->refs = 1;
+    pthread_mutex_init(&g->mutex, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return g;
+}
+
+static void gathering_unref(gpointer data, GClosure *closure) {
+    (void)closure;
+    Gathering *g = data;
+    if (!g_atomic_int_dec_and_test(&g->refs)) return;
+    pthread_mutex_destroy(&g->mutex);
+    pthread_cond_destroy(&g->cond);
+    g_free(g);
+}
+
 static void on_gathering(GObject *webrtc, GParamSpec *spec, gpointer data) {
     (void)webrtc; (void)spec;
-    GCond **pair = data; // [cond, mutex]
-    g_mutex_lock((GMutex *)pair[1]);
-    g_cond_broadcast((GCond *)pair[0]);
-    g_mutex_unlock((GMutex *)pair[1]);
+    Gathering *g = data;
+    pthread_mutex_lock(&g->mutex);
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mutex);
 }
 
 // Takes the session's branch out of the running WebRTC pipeline and frees it. With `lock`
@@ -522,12 +552,9 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     pthread_mutex_unlock(&t->structure);
 
     // Offer in, answer out, then the candidates gathered into it.
-    GMutex mutex;
-    GCond cond;
-    g_mutex_init(&mutex);
-    g_cond_init(&cond);
-    void *pair[2] = {&cond, &mutex};
-    gulong gathering = g_signal_connect(webrtc, "notify::ice-gathering-state", G_CALLBACK(on_gathering), pair);
+    Gathering *wait = gathering_new();
+    g_atomic_int_inc(&wait->refs); // the handler's
+    gulong gathering = g_signal_connect_data(webrtc, "notify::ice-gathering-state", G_CALLBACK(on_gathering), wait, gathering_unref, 0);
     gboolean ok = TRUE;
     GstWebRTCSessionDescription *offer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);
     // An offer webrtcbin refuses, or cannot answer, is the peer's fault (400).
@@ -558,15 +585,19 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     }
     if (answer) gst_webrtc_session_description_free(answer);
     if (ok) {
-        gint64 until = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-        g_mutex_lock(&mutex);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
+        pthread_mutex_lock(&wait->mutex);
         for (;;) {
             GstWebRTCICEGatheringState state;
             g_object_get(webrtc, "ice-gathering-state", &state, NULL);
             if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE) break;
-            if (!g_cond_wait_until(&cond, &mutex, until)) break;
+            if (pthread_cond_timedwait(&wait->cond, &wait->mutex, &until) != 0) break;
         }
-        g_mutex_unlock(&mutex);
+        pthread_mutex_unlock(&wait->mutex);
         GstWebRTCSessionDescription *local = NULL;
         g_object_get(webrtc, "local-description", &local, NULL);
         if (local) {
@@ -578,8 +609,7 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
         }
     }
     g_signal_handler_disconnect(webrtc, gathering);
-    g_mutex_clear(&mutex);
-    g_cond_clear(&cond);
+    gathering_unref(wait, NULL);
     if (ok) {
         // A new viewer needs a key frame now, not at the next interval.
         GstElement *enc = gst_bin_get_by_name(GST_BIN(rtc), "enc");
