@@ -53,7 +53,6 @@ struct SLWebTap {
     // `lock` guards everything below except what `callbacks` guards. Never held while a
     // pipeline changes state (its streaming threads take it in the probe and callbacks).
     pthread_mutex_t lock;
-    unsigned width, height;
     GstElement *rtc, *rtc_src, *rtc_tee; // the WebRTC pipeline, while it has sessions
     GPtrArray *sessions;                 // Session*
     unsigned next_session;
@@ -218,18 +217,10 @@ static GstPadProbeReturn on_frame(GstPad *pad, GstPadProbeInfo *info, gpointer d
         jpeg = gst_object_ref(t->jpeg_src);
         t->jpeg_last = now;
     }
-    gboolean sized = t->width != 0;
     pthread_mutex_unlock(&t->lock);
-    if (!rtc && !jpeg && sized) return GST_PAD_PROBE_OK;
+    if (!rtc && !jpeg) return GST_PAD_PROBE_OK; // nobody watching: a lock and two checks
     GstCaps *caps = gst_pad_get_current_caps(pad);
     if (caps) {
-        GstVideoInfo vi;
-        if (gst_video_info_from_caps(&vi, caps)) {
-            pthread_mutex_lock(&t->lock);
-            t->width = GST_VIDEO_INFO_WIDTH(&vi);
-            t->height = GST_VIDEO_INFO_HEIGHT(&vi);
-            pthread_mutex_unlock(&t->lock);
-        }
         if (rtc) push_frame(rtc, buffer, caps);
         if (jpeg) push_frame(jpeg, buffer, caps);
         gst_caps_unref(caps);
@@ -241,7 +232,7 @@ static GstPadProbeReturn on_frame(GstPad *pad, GstPadProbeInfo *info, gpointer d
 
 // ---- Pipelines --------------------------------------------------------------------------------
 
-static GstElement *start_pipeline(const char *launch, char *error, size_t error_size) {
+static GstElement *build_pipeline(const char *launch, char *error, size_t error_size) {
     GError *err = NULL;
     GstElement *p = gst_parse_launch(launch, &err);
     if (!p || err) {
@@ -250,6 +241,12 @@ static GstElement *start_pipeline(const char *launch, char *error, size_t error_
         if (p) gst_object_unref(p);
         return NULL;
     }
+    return p;
+}
+
+// Plays a built pipeline; on failure frees it and returns NULL.
+static GstElement *play_pipeline(GstElement *p, char *error, size_t error_size) {
+    if (!p) return NULL;
     if (gst_element_set_state(p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         copy_error(error, error_size, "the pipeline did not start");
         gst_element_set_state(p, GST_STATE_NULL);
@@ -277,12 +274,10 @@ static GstElement *start_rtc(SLWebTap *t, char *error, size_t error_size) {
         "keyframe-mode=disabled keyframe-max-dist=%u error-resilient=default buffer-size=500 buffer-initial-size=300 buffer-optimal-size=400 "
         "! tee name=t allow-not-linked=true",
         threads, t->config.bitrate * 1000, t->config.key_seconds * 30);
-    GstElement *p = start_pipeline(launch, error, error_size);
+    GstElement *p = play_pipeline(build_pipeline(launch, error, error_size), error, error_size);
     g_free(launch);
     return p;
 }
-
-static GstElement *start_jpeg(SLWebTap *t, char *error, size_t error_size);
 
 static GstPadProbeReturn count_encoded(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad; (void)info;
@@ -690,26 +685,25 @@ static GstElement *start_jpeg(SLWebTap *t, char *error, size_t error_size) {
         "appsrc name=src is-live=true format=time do-timestamp=false block=false max-buffers=1 leaky-type=downstream "
         "! videoconvert ! video/x-raw,format=I420 ! jpegenc quality=%u ! appsink name=sink sync=false max-buffers=1 drop=true",
         t->config.jpeg_quality);
-    GError *err = NULL;
-    GstElement *p = gst_parse_launch(launch, &err);
+    GstElement *p = build_pipeline(launch, error, error_size);
     g_free(launch);
-    if (!p || err) {
-        copy_error(error, error_size, err ? err->message : "could not build the JPEG pipeline");
-        if (err) g_error_free(err);
-        if (p) gst_object_unref(p);
-        return NULL;
-    }
+    if (!p) return NULL;
     GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
     GstAppSinkCallbacks callbacks = {0};
     callbacks.new_sample = on_jpeg;
     gst_app_sink_set_callbacks(GST_APP_SINK(sink), &callbacks, t, NULL);
     gst_object_unref(sink);
-    if (gst_element_set_state(p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-        copy_error(error, error_size, "the JPEG pipeline did not start");
-        stop_pipeline(p);
-        return NULL;
-    }
-    return p;
+    return play_pipeline(p, error, error_size);
+}
+
+// The JPEG pipeline out of the tap and stopped (no subscriber left, or the tap ending).
+static void stop_jpeg(SLWebTap *t) {
+    pthread_mutex_lock(&t->lock);
+    GstElement *p = t->jpeg, *src = t->jpeg_src;
+    t->jpeg = t->jpeg_src = NULL;
+    pthread_mutex_unlock(&t->lock);
+    if (src) gst_object_unref(src);
+    stop_pipeline(p);
 }
 
 static void update_jpeg_rate(SLWebTap *t) {
@@ -755,13 +749,7 @@ void sl_web_tap_jpeg_unsubscribe(SLWebTap *t, unsigned subscription) {
     gboolean none = t->subscribers->len == 0;
     pthread_mutex_unlock(&t->callbacks);
     update_jpeg_rate(t);
-    if (!none) return;
-    pthread_mutex_lock(&t->lock);
-    GstElement *p = t->jpeg, *src = t->jpeg_src;
-    t->jpeg = t->jpeg_src = NULL;
-    pthread_mutex_unlock(&t->lock);
-    if (src) gst_object_unref(src);
-    stop_pipeline(p);
+    if (none) stop_jpeg(t);
 }
 
 // ---- The tap ----------------------------------------------------------------------------------
@@ -810,13 +798,6 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
 
 const char *sl_web_tap_point(SLWebTap *t) { return t->point; }
 
-void sl_web_tap_size(SLWebTap *t, unsigned *width, unsigned *height) {
-    pthread_mutex_lock(&t->lock);
-    *width = t->width;
-    *height = t->height;
-    pthread_mutex_unlock(&t->lock);
-}
-
 void sl_web_tap_free(SLWebTap *t) {
     if (!t) return;
     // gst_pad_remove_probe waits for a probe callback running now to return.
@@ -830,12 +811,7 @@ void sl_web_tap_free(SLWebTap *t) {
     pthread_mutex_lock(&t->callbacks);
     g_array_set_size(t->subscribers, 0);
     pthread_mutex_unlock(&t->callbacks);
-    pthread_mutex_lock(&t->lock);
-    GstElement *p = t->jpeg, *src = t->jpeg_src;
-    t->jpeg = t->jpeg_src = NULL;
-    pthread_mutex_unlock(&t->lock);
-    if (src) gst_object_unref(src);
-    stop_pipeline(p);
+    stop_jpeg(t);
     gst_object_unref(t->pad);
     g_ptr_array_free(t->sessions, TRUE);
     g_array_free(t->subscribers, TRUE);

@@ -430,13 +430,7 @@ public final class APIServer: Sendable {
 
     /// The login form's token, checked like a bearer token; right: a session cookie.
     private func login(_ request: HTTPRequest) -> HTTPReply {
-        var given = ""
-        for pair in String(decoding: request.body, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first == "token", parts.count == 2 {
-                given = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-        }
+        let given = HTTPRequest.formFields(String(decoding: request.body, as: UTF8.self))["token"] ?? ""
         guard let token = settings.token else {
             return HTTPReply(status: 303, headers: [("Location", "/")])
         }
@@ -491,8 +485,7 @@ public final class APIServer: Sendable {
     /// candidates are gathered, from the slow queue.
     private func whep(_ name: String, _ request: HTTPRequest, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
         guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
-        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        guard type == "application/sdp" else { return reply(Self.error(415, "the body must be an SDP offer, sent with Content-Type: application/sdp")) }
+        guard request.mediaType == "application/sdp" else { return reply(Self.error(415, "the body must be an SDP offer, sent with Content-Type: application/sdp")) }
         let at = request.query["at"]
         let offer = String(decoding: request.body, as: UTF8.self)
         slow.async { [self] in reply(answer(name, at: at, offer: offer, commands: commands)) }
@@ -603,8 +596,7 @@ public final class APIServer: Sendable {
     }
 
     static func jsonBody(_ request: HTTPRequest) -> Result<JSONValue, HTTPReply> {
-        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        guard type == "application/json" else {
+        guard request.mediaType == "application/json" else {
             return .failure(error(415, "the body must be JSON, sent with Content-Type: application/json"))
         }
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(request.body)) else {

@@ -22,11 +22,9 @@ struct ConsoleFiles: Sendable {
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         var candidates: [String] = []
         if let dir = environment["STREAMLENS_CONSOLE"], !dir.isEmpty { candidates.append(dir) }
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first.map { ($0 as NSString).resolvingSymlinksInPath } ?? "")
         if let main = Bundle.main.executableURL?.resolvingSymlinksInPath() {
             candidates.append(main.deletingLastPathComponent().appendingPathComponent("StreamLens_StreamLensAPI.resources/Console").path)
         }
-        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("StreamLens_StreamLensAPI.resources/Console").path)
         let fm = FileManager.default
         let dir = candidates.first { fm.fileExists(atPath: $0 + "/index.html") }
         directory = dir ?? candidates.first ?? "StreamLens_StreamLensAPI.resources/Console"

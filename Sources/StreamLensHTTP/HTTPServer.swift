@@ -63,6 +63,24 @@ public struct HTTPRequest: Sendable {
     public var remote: String
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The body's media type, lower-cased, without parameters ("application/json"); nil without
+    /// a Content-Type.
+    public var mediaType: String? {
+        header("content-type")?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+
+    /// `a=1&b=two+words` (a query, or a form's application/x-www-form-urlencoded body) as names
+    /// and values, percent-decoded.
+    public static func formFields(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+            fields[key] = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "") : ""
+        }
+        return fields
+    }
 }
 
 /// An answer: a status, headers (Content-Type among them) and a body.
@@ -172,12 +190,7 @@ public final class HTTPServer: Sendable {
             let name = line[..<colon].lowercased(), value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         }
-        var query: [String: String] = [:]
-        for pair in text(request.query).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            query[key] = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "") : ""
-        }
+        let query = HTTPRequest.formFields(text(request.query))
         let rawPath = text(request.path)
         let body = request.body.map { Array(UnsafeBufferPointer(start: $0, count: request.body_length)) } ?? []
         let r = HTTPRequest(id: request.id, method: text(request.method), path: rawPath.removingPercentEncoding ?? rawPath,

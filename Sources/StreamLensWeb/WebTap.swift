@@ -46,13 +46,6 @@ public final class WebTap: Sendable {
 
     deinit { sl_web_tap_free(handle.pointer) }
 
-    /// Width and height of the last frame seen (0 before one).
-    public var size: (width: Int, height: Int) {
-        var w: UInt32 = 0, h: UInt32 = 0
-        sl_web_tap_size(handle.pointer, &w, &h)
-        return (Int(w), Int(h))
-    }
-
     /// A WHEP offer in; the session number and the SDP answer (with the server's candidates) out.
     /// Blocks until the candidates are gathered (at most `timeout` s): not on the HTTP thread.
     public func offer(_ sdp: String, timeout: Double = 5) throws(Refusal) -> (session: Int, answer: String) {

@@ -98,9 +98,7 @@ import Testing
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let clip = dir.appendingPathComponent("clip.mp4").path
-        let made = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-                                                                            "-t", "120", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", clip], timeout: 120)
-        try #require(made.status == 0, "\(made.stderr)")
+        try ServeTests.makeClip(clip, seconds: 120)
         let template = dir.appendingPathComponent("t.pipeline").path
         try "uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=BGRx ! identity sync=true ! lenspass ! fakesink\n".write(toFile: template, atomically: true, encoding: .utf8)
         let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"

@@ -178,9 +178,7 @@ import Testing
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let clip = dir.appendingPathComponent("clip.mp4").path
-        let made = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
-                                                                            "-t", "30", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", clip], timeout: 60)
-        try #require(made.status == 0, "\(made.stderr)")
+        try ServeTests.makeClip(clip, seconds: 30)
         let template = dir.appendingPathComponent("t.pipeline").path
         try "uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=I420 ! identity sync=true ! lenspass ! x264enc tune=zerolatency speed-preset=ultrafast ! mp4mux ! filesink location=\(dir.path)/${NAME}.mp4\n"
             .write(toFile: template, atomically: true, encoding: .utf8)

@@ -31,8 +31,6 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
 void sl_web_tap_free(SLWebTap *tap);
 // The tapped point: "element:pad".
 const char *sl_web_tap_point(SLWebTap *tap);
-// Width and height of the last frame seen (0 before one).
-void sl_web_tap_size(SLWebTap *tap, unsigned *width, unsigned *height);
 
 // WHEP: `offer` an SDP offer (recvonly video). On success returns a session number (> 0) and
 // *answer (g-allocated, free with sl_web_free) the SDP answer with the server's candidates in
