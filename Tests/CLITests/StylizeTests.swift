@@ -288,6 +288,8 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the end")
     }
 
+    /// A still scene is temporal=blend's case of no motion (the noise is what the confidence
+    /// tolerates).
     @Test func smoothingReducesFlickerOnAStillNoisyScene() throws {
         let (w, h, n) = (160, 120, 20)
         let (still, _) = try Self.frames(Self.photo(width: w, height: h, count: 1), nil, width: w, height: h)
@@ -308,8 +310,8 @@ let magentaMissing = "Magenta's networks are not installed (streamlens models fe
         func flicker(_ frames: [[UInt8]]) -> Double {
             zip(frames, frames.dropFirst()).map { Self.meanAbsoluteDifference($0, $1) }.reduce(0, +) / Double(frames.count - 1)
         }
-        let (plain, r0) = try Self.frames(src, "lensstylize model=Models/mosaic.json inference-size=128", width: w, height: h)
-        let (smooth, r1) = try Self.frames(src, "lensstylize model=Models/mosaic.json inference-size=128 smoothing=0.8", width: w, height: h)
+        let (plain, r0) = try Self.frames(src, "lensstylize model=Models/mosaic.json inference-size=128 temporal=off", width: w, height: h)
+        let (smooth, r1) = try Self.frames(src, "lensstylize model=Models/mosaic.json inference-size=128 temporal=blend smoothing=0.8", width: w, height: h)
         #expect(r0.status == 0 && r1.status == 0, "\(r0.stderr)\(r1.stderr)")
         try #require(plain.count == n && smooth.count == n)
         let a = flicker(plain), b = flicker(smooth)

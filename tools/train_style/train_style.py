@@ -3,7 +3,7 @@
 
     streamlens train-style STYLE_IMAGE --out Models/my-style [--strength high|low|0..1]
         [--density coarse|medium|fine|SCALE] [--iterations N] [--size PX] [--validation PHOTO]
-        [--snapshot-every K] [--seed N] [--content DIR] [--teacher DIR]
+        [--snapshot-every K] [--seed N] [--content DIR] [--teacher DIR] [--temporal-weight W]
 
 Writes OUT.onnx (RGB [0, 1], NCHW, height and width free), OUT.json (the manifest lensstylize
 reads, recording the exact command, seed and losses) and OUT.snapshots/ (the validation photo
@@ -16,9 +16,19 @@ photo, pixel for pixel (L1 on colours and on their gradients). Nothing is downlo
 time, a training step needs no ImageNet backbone (the student's own forward and backward pass
 only: ~0.3 s for 4 crops of 192² here), and the student inherits a teacher whose quality
 is known. What it cannot do is go beyond the teacher: see docs/training-styles.md.
+
+Steady on video (issue 38): a feed-forward network paints each frame on its own, and its two
+stride-2 layers make it answer a shift of the picture by a pixel with a different painting: the
+marks crawl on motion. The temporal loss (--temporal-weight) shows the network each crop twice,
+the second time moved as a camera moves it between frames (a small random affine warp: sub-pixel
+shift, rotation, zoom; sensor noise; a patch of another crop pasted over part of it, an object
+coming into view), and asks the painting of the moved crop to be the first painting moved the
+same way, outside the pasted patch and the borders (ReCoNet's output-level temporal loss, with
+synthetic motion instead of video and optical flow: arXiv 2102.05822 finds that enough).
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +51,8 @@ import teacher as teacher_mod  # noqa: E402
 DENSITIES = {"coarse": 0.5, "medium": 1.0, "fine": 2.0}
 STRENGTHS = {"low": 0.6, "high": 1.0}
 MANIFEST_SIZE = (320, 180)
+TEMPORAL_WEIGHT = 1.0
+STEADY_FROM = 0.4
 
 
 def parse_args(argv):
@@ -65,6 +77,9 @@ def parse_args(argv):
     p.add_argument("--teacher", default=teacher_mod.default_folder(ROOT),
                    help="folder with Magenta's TFLite networks (default: where `streamlens models fetch magenta` installs them)")
     p.add_argument("--name", default="", help="style name in the manifest (default: OUT's file name)")
+    p.add_argument("--temporal-weight", type=float, default=TEMPORAL_WEIGHT,
+                   help=f"weight of the temporal loss, against flicker on video (default {TEMPORAL_WEIGHT}; 0: off, "
+                        "the per-frame training of earlier styles)")
     a = p.parse_args(argv)
 
     def named(value, table, what, lo, hi):
@@ -86,6 +101,8 @@ def parse_args(argv):
         p.error(f"--validation {a.validation}: no such file")
     if a.content and not os.path.isdir(a.content):
         p.error(f"--content {a.content}: no such folder")
+    if not 0 <= a.temporal_weight <= 100:
+        p.error(f"--temporal-weight {a.temporal_weight}: out of range 0..100")
     if a.iterations < 1:
         p.error("--iterations must be at least 1")
     try:
@@ -156,6 +173,65 @@ def make_pairs(photos, teach, count, rng):
     return xs, ys
 
 
+def warp_affine(images, motion):
+    """images [N, H, W, C] resampled (bilinear) where each output pixel (x, y, 1) comes from
+    motion[n] @ (x, y, 1) of its image; and [N, H, W], 1 where that point lies inside it."""
+    import jax.numpy as jnp
+    n, h, w, c = images.shape
+    ys, xs = jnp.meshgrid(jnp.arange(h, dtype=jnp.float32), jnp.arange(w, dtype=jnp.float32), indexing="ij")
+    sx = motion[:, 0, 0, None, None] * xs + motion[:, 0, 1, None, None] * ys + motion[:, 0, 2, None, None]
+    sy = motion[:, 1, 0, None, None] * xs + motion[:, 1, 1, None, None] * ys + motion[:, 1, 2, None, None]
+    inside = ((sx >= 0) & (sx <= w - 1) & (sy >= 0) & (sy <= h - 1)).astype(jnp.float32)
+    x0 = jnp.clip(jnp.floor(sx), 0, w - 2)
+    y0 = jnp.clip(jnp.floor(sy), 0, h - 2)
+    fx = jnp.clip(sx - x0, 0, 1)[..., None]
+    fy = jnp.clip(sy - y0, 0, 1)[..., None]
+    flat = images.reshape(n, h * w, c)
+    x0i, y0i = x0.astype(jnp.int32), y0.astype(jnp.int32)
+
+    def at(yy, xx):
+        idx = (yy * w + xx).reshape(n, h * w, 1)
+        return jnp.take_along_axis(flat, idx, axis=1).reshape(n, h, w, c)
+
+    top = at(y0i, x0i) * (1 - fx) + at(y0i, x0i + 1) * fx
+    bottom = at(y0i + 1, x0i) * (1 - fx) + at(y0i + 1, x0i + 1) * fx
+    return top * (1 - fy) + bottom * fy, inside
+
+
+_warp_jit = None
+
+
+def synthetic_motion(x, rng):
+    """The next frame of each crop as a camera would see it: a random affine motion about the
+    centre (shift up to 4 px in any direction, sub-pixel; rotation up to 1.5 degrees; zoom up to
+    3 %), sensor noise (sigma 1.5/255), and a patch of another crop pasted over a random box (an
+    object coming into view). Returns the motions (output pixel -> source pixel), the mask of
+    pixels the loss compares (not the patch; borders are left to warp_affine), and the frames."""
+    n, h, w, _ = x.shape
+    motion = np.zeros((n, 2, 3), np.float32)
+    keep = np.ones((n, h, w), np.float32)
+    cx, cy = (w - 1) / 2, (h - 1) / 2
+    for i in range(n):
+        angle = np.deg2rad(rng.uniform(-1.5, 1.5))
+        zoom = rng.uniform(0.97, 1.03)
+        tx, ty = rng.uniform(-4, 4, 2)
+        c, s = np.cos(angle) / zoom, np.sin(angle) / zoom
+        motion[i] = [[c, -s, cx - c * cx + s * cy + tx], [s, c, cy - s * cx - c * cy + ty]]
+    global _warp_jit
+    if _warp_jit is None:
+        import jax
+        _warp_jit = jax.jit(warp_affine)
+    moved = np.array(_warp_jit(x, motion)[0])
+    moved += rng.normal(0, 1.5 / 255, moved.shape).astype(np.float32)
+    for i in range(n):
+        if rng.random() < 0.5:
+            bh, bw = rng.integers(h // 8, h // 3, 2)
+            y0, x0 = rng.integers(0, h - bh), rng.integers(0, w - bw)
+            moved[i, y0:y0 + bh, x0:x0 + bw] = x[(i + 1) % n, y0:y0 + bh, x0:x0 + bw]
+            keep[i, y0:y0 + bh, x0:x0 + bw] = 0
+    return motion, keep, np.clip(moved, 0, 1)
+
+
 def stylize_numpy(params, shape, image: np.ndarray):
     import jax.numpy as jnp
     h, w = image.shape[:2]
@@ -188,19 +264,30 @@ def train(a):
     shape = a.shape
     params = jax.tree_util.tree_map(jnp.asarray, network.init(shape, a.seed))
 
-    def loss_fn(p, x, y):
-        out = network.forward(p, x, shape)
+    tw = a.temporal_weight
+
+    def loss_fn(p, x, y, moved, motion, keep, steady):
+        if steady:
+            both = network.forward(p, jnp.concatenate([x, moved]), shape)
+            out, out_moved = both[:len(x)], both[len(x):]
+        else:
+            out = network.forward(p, x, shape)
         colour = jnp.mean(jnp.abs(out - y))
         dx = lambda z: z[:, :, 1:] - z[:, :, :-1]  # noqa: E731
         dy = lambda z: z[:, 1:] - z[:, :-1]  # noqa: E731
         grad = jnp.mean(jnp.abs(dx(out) - dx(y))) + jnp.mean(jnp.abs(dy(out) - dy(y)))
-        return colour + grad, (colour, grad)
+        if not steady:
+            return colour + grad, (colour, grad, jnp.float32(0))
+        expected, inside = warp_affine(out[:len(moved)], motion)
+        m = inside * keep
+        temporal = jnp.sum(m[..., None] * jnp.abs(out_moved - expected)) / (3 * jnp.sum(m) + 1e-6)
+        return colour + grad + tw * temporal, (colour, grad, temporal)
 
     b1, b2, eps = 0.9, 0.999, 1e-8
 
-    @jax.jit
-    def step(p, m, v, t, x, y, lr):
-        (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(p, x, y)
+    @functools.partial(jax.jit, static_argnums=(10,))
+    def step(p, m, v, t, x, y, moved, motion, keep, lr, steady):
+        (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(p, x, y, moved, motion, keep, steady)
         m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
         v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
         mhat = jax.tree_util.tree_map(lambda m: m / (1 - b1 ** t), m)
@@ -233,7 +320,11 @@ def train(a):
     size, n = a.size, a.batch
     full = teacher_mod.TRANSFER_SIZE
     bar = Progress(a.iterations, "training")
-    losses = []
+    losses, temporals = [], []
+    # The style first, then steadiness: from the start the temporal loss would pull the network
+    # to its trivially steady answer, a flat picture, before it has learnt any marks. The moved
+    # copies are of half the batch (each costs a forward and backward pass).
+    steady_from = int(STEADY_FROM * a.iterations)
     t1 = time.time()
     for it in range(1, a.iterations + 1):
         idx = rng.integers(0, len(xs), n)
@@ -242,10 +333,14 @@ def train(a):
         y = np.stack([ys[i, y0:y0 + size, x0:x0 + size] for i, y0, x0 in zip(idx, oy, ox)]).astype(np.float32) / 255.0
         # Cosine decay to a tenth of the rate: large steps early, fine detail late.
         lr = a.learning_rate * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * (it - 1) / a.iterations)))
-        params, m, v, loss, (colour, grad) = step(params, m, v, float(it), jnp.asarray(x), jnp.asarray(y), lr)
+        steady = tw > 0 and it > steady_from
+        motion, keep, moved = synthetic_motion(x[:(n + 1) // 2], rng) if steady else (np.zeros((1, 2, 3), np.float32), np.zeros((1, size, size), np.float32), x[:1])
+        params, m, v, loss, (colour, grad, temporal) = step(params, m, v, float(it), jnp.asarray(x), jnp.asarray(y),
+                                                            jnp.asarray(moved), jnp.asarray(motion), jnp.asarray(keep), lr, steady)
         losses.append(float(loss))
+        temporals.append(float(temporal))
         recent = float(np.mean(losses[-50:]))
-        bar.update(it, f"loss {recent:.4f}")
+        bar.update(it, f"loss {recent:.4f}" + (f" (temporal {np.mean(temporals[-50:]):.4f})" if tw > 0 else ""))
         if a.snapshot_every and it % a.snapshot_every == 0 and it < a.iterations:
             snapshot(it)
     last = snapshot(a.iterations)
@@ -287,7 +382,9 @@ def train(a):
             "content": os.path.relpath(folder, ROOT) if folder.startswith(ROOT) else folder,
             "content_photos": len(photos),
             "teacher": "Magenta arbitrary-image-stylization (style_predict_quantized_256 + style_transfer_f16_384), OpenVINO f32",
+            "temporal_weight": a.temporal_weight,
             "final_loss": round(float(np.mean(losses[-100:])), 5),
+            "final_temporal_loss": round(float(np.mean(temporals[-100:])), 5),
             "teacher_seconds": round(teacher_seconds, 1),
             "training_seconds": round(train_seconds, 1),
             "trainer": "tools/train_style (JAX " + jax.__version__ + ")",
