@@ -126,9 +126,11 @@ public final class APIServer: Sendable {
         ("PATCH", "/api/sources/{name}/stages/{stage}"),
         ("GET", "/api/sources/{name}/stages/{stage}/styles/{index}"),
         ("POST", "/api/sources/{name}/keys"),
+        ("POST", "/api/sources/{name}/record"),
         ("POST", "/api/sources/{name}/whep"),
         ("DELETE", "/api/sources/{name}/whep/{session}"),
         ("GET", "/api/sources/{name}/mjpeg"),
+        ("GET", "/api/sources/{name}/regions"),
         ("GET", "/api/events"),
         ("GET", "/api/events/{id}/picture"),
     ]
@@ -217,6 +219,8 @@ public final class APIServer: Sendable {
             reply(stylePicture(name, stage, matched.parameters["index"] ?? ""))
         case ("POST", "/api/sources/{name}/keys"):
             reply(press(name, request))
+        case ("POST", "/api/sources/{name}/record"):
+            reply(record(name, request))
         case ("POST", "/api/sources/{name}/whep"):
             whep(name, request, reply)
         case ("DELETE", "/api/sources/{name}/whep/{session}"):
@@ -225,6 +229,8 @@ public final class APIServer: Sendable {
                   : Self.error(404, "no WHEP session \(matched.parameters["session"] ?? "") of \(name)"))
         case ("GET", "/api/sources/{name}/mjpeg"):
             mjpeg(name, request, exchange, reply)
+        case ("GET", "/api/sources/{name}/regions"):
+            regions(name, request, reply)
         case ("GET", "/api/events/{id}/picture"):
             reply(eventPicture(matched.parameters["id"] ?? ""))
         case ("GET", "/healthz"):
@@ -375,6 +381,27 @@ public final class APIServer: Sendable {
         }
 
         do { return Self.json(200, Self.stageJSON(try commands.stage(stage))) } catch { return Self.error(404, Self.message(error)) }
+    }
+
+    /// A clip now from every lensrecord of the source (or the one `?stage=` names): each one's
+    /// `record` property set to the reason (`?reason=`, default api). 202: the stages asked;
+    /// the clip itself comes later, as a `clip` event.
+    private func record(_ name: String, _ request: HTTPRequest) -> HTTPReply {
+        guard let commands = catalog.commands(of: name) else { return noSource(name) }
+        let wanted = request.query["stage"]
+        let recorders = commands.stages().filter { $0.factory == "lensrecord" && (wanted == nil || $0.name == wanted) }
+        guard !recorders.isEmpty else {
+            return Self.error(404, wanted.map { "source \(name) has no lensrecord named \($0)" } ?? "source \(name) has no lensrecord stage")
+        }
+        var reason = (request.query["reason"] ?? "api").trimmingCharacters(in: .whitespacesAndNewlines)
+        if reason.isEmpty { reason = "api" }
+        guard reason.count <= 64, reason.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+            return Self.error(422, "reason: at most 64 letters, digits, - _ or .", property: "reason")
+        }
+        for stage in recorders {
+            do { try commands.set(element: stage.name, [("record", reason)]) } catch { return Self.error(422, error.message, property: error.property) }
+        }
+        return Self.json(202, "{\"recording\":[" + recorders.map { JSONText.string($0.name) }.joined(separator: ",") + "],\"reason\":\(JSONText.string(reason))}")
     }
 
     private func events(_ request: HTTPRequest, _ exchange: HTTPExchange, cors: [(String, String)]) {
@@ -553,6 +580,32 @@ public final class APIServer: Sendable {
         guard let subscription else { exchange.close(); return }
         holder.subscription.withLock { $0 = subscription }
         if holder.closed.load(ordering: .relaxed) { holder.subscription.withLock { $0?.cancel(); $0 = nil } }
+    }
+
+    /// The next frame's regions at a point (the video's, or `?at=`), as lensmetadata's record:
+    /// a probe takes the frame's buffer by reference (its metas; no pixels) when asked, waited
+    /// for on the slow queue.
+    private func regions(_ name: String, _ request: HTTPRequest, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
+        guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
+        let at = request.query["at"]
+        if let refusal = notPlaying(name) { return reply(refusal) }
+        slow.async { [self] in reply(regionsRecord(name, at: at, commands: commands)) }
+    }
+
+    private func regionsRecord(_ name: String, at: String?, commands: PipelineCommands) -> HTTPReply {
+        let tap: WebTap
+        do { tap = try web.tap(source: name, at: at, commands: commands) } catch { return Self.error(error.status, error.message) }
+        guard let sample = tap.nextFrame(timeout: 2) else {
+            var r = Self.error(503, "no frame passed \(tap.point) of \(name) in 2 s")
+            r.headers.append(("Retry-After", "1"))
+            return r
+        }
+        let encoder = JSONEncoder.stable()
+        let line: Data?? = ObservedFrame.read(takingSample: sample) { frame in
+            MetadataRecord.line(frame.pixels.regionsOfInterest(), frame: frame, encoder: encoder)
+        }
+        guard let record = line ?? nil else { return Self.error(500, "the frame at \(tap.point) could not be read") }
+        return HTTPReply(status: 200, headers: [("Content-Type", "application/json")], body: Array(record))
     }
 
     /// The file a snapshot event names, while the event is kept.

@@ -61,6 +61,10 @@ enum OpenAPIDocument {
       "post": {"summary": "A key pressed in a view of the source: what a preview window does with it (space pauses; stages' bindings set properties)", "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string", "example": "+"}}}}}},
         "responses": {"200": {"description": "The commands carried out, each with its answer", "content": {"application/json": {"schema": {"type": "object", "properties": {"done": {"type": "array", "items": {"type": "string"}}}}}}}, "404": {"$ref": "#/components/responses/Error"}, "415": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/sources/{name}/record": {
+      "parameters": [{"$ref": "#/components/parameters/name"}, {"name": "stage", "in": "query", "required": false, "description": "Only this lensrecord (default: every lensrecord of the source)", "schema": {"type": "string"}}, {"name": "reason", "in": "query", "required": false, "description": "What the clip's JSON and event name as its trigger (default api; letters, digits, - _ .)", "schema": {"type": "string"}}],
+      "post": {"summary": "An event clip now: each lensrecord of the source records from pre seconds ago to post seconds on (the clip comes later as a clip event)", "responses": {"202": {"description": "The stages asked", "content": {"application/json": {"schema": {"type": "object", "properties": {"recording": {"type": "array", "items": {"type": "string"}}, "reason": {"type": "string"}}}}}}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/sources/{name}/whep": {
       "parameters": [{"$ref": "#/components/parameters/name"}, {"$ref": "#/components/parameters/at"}],
       "post": {"summary": "WHEP: watch the source over WebRTC (VP8, encoded once per point whatever the number of viewers)", "requestBody": {"required": true, "content": {"application/sdp": {"schema": {"type": "string", "description": "An SDP offer with a recvonly video transceiver"}}}},
@@ -74,6 +78,10 @@ enum OpenAPIDocument {
     "/api/sources/{name}/mjpeg": {
       "parameters": [{"$ref": "#/components/parameters/name"}, {"$ref": "#/components/parameters/at"}, {"name": "fps", "in": "query", "required": false, "description": "At most this many pictures a second (1-30, default 10); a client that reads slower gets fewer", "schema": {"type": "integer"}}],
       "get": {"summary": "The source as Motion JPEG (for <img>, curl, VLC)", "responses": {"200": {"description": "One JPEG per part", "content": {"multipart/x-mixed-replace": {"schema": {"type": "string"}}}}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/sources/{name}/regions": {
+      "parameters": [{"$ref": "#/components/parameters/name"}, {"$ref": "#/components/parameters/at"}],
+      "get": {"summary": "The regions of interest of the next frame to pass the point: lensmetadata's JSON record (schema_version 4: boxes, labels, ids, masks as COCO RLE, the frame's events and zones), its frame -1 (a point counts no frames). Name a point before any videoconvert (which drops what is attached to regions)", "responses": {"200": {"description": "One record", "content": {"application/json": {"schema": {"type": "object"}}}}, "404": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/events/{id}/picture": {
       "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],

@@ -35,3 +35,12 @@ func errorMessageText(_ message: UnsafeMutablePointer<GstMessage>) -> String {
     defer { if let gerror { g_error_free(gerror) }; g_free(debug) }
     return gerror.flatMap { $0.pointee.message }.map { String(cString: $0) } ?? "unknown error"
 }
+
+/// The first error on a helper pipeline's bus, if any (taken off the bus).
+func firstBusError(_ pipeline: UnsafeMutablePointer<GstElement>) -> String? {
+    guard let bus = gst_element_get_bus(pipeline) else { return nil }
+    defer { gst_object_unref(bus) }
+    guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
+    defer { gst_message_unref(message) }
+    return errorMessageText(message)
+}

@@ -53,7 +53,7 @@ public enum JPEGEncoder {
             _ = gst_app_src_push_buffer(appsrc, buffer)   // takes the buffer
             _ = gst_app_src_end_of_stream(appsrc)
             guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(10_000_000_000)) else {
-                throw StageError("JPEG: the encoder gave no picture (\(busError(pipeline) ?? "timed out after 10 s"))")
+                throw StageError("JPEG: the encoder gave no picture (\(firstBusError(pipeline) ?? "timed out after 10 s"))")
             }
             defer { gst_sample_unref(sample) }
             guard let out = gst_sample_get_buffer(sample) else { throw StageError("JPEG: the encoder gave an empty sample") }
@@ -63,14 +63,5 @@ public enum JPEGEncoder {
             defer { gst_buffer_unmap(out, &outMap) }
             return Data(bytes: outMap.data, count: Int(outMap.size))
         }
-    }
-
-    /// The first error on the pipeline's bus, if any.
-    private static func busError(_ pipeline: UnsafeMutablePointer<GstElement>) -> String? {
-        guard let bus = gst_element_get_bus(pipeline) else { return nil }
-        defer { gst_object_unref(bus) }
-        guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
-        defer { gst_message_unref(message) }
-        return errorMessageText(message)
     }
 }

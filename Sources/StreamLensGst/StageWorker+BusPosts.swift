@@ -54,16 +54,22 @@ extension StageWorker {
     /// The events the stage added to the frame, each as an element message `streamlens-event`
     /// from the stage (docs/metadata.md): applications watch the bus instead of parsing files.
     func postEvents(of pixels: SamplePixels) {
-        publishReadings()
-        for event in stage.takeEvents() {
-            sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
-                                event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
-        }
+        postStageEvents()
         let now = pixels.frameRecord(FrameRecords.events)
         guard now != pixels.eventsOnArrival, let events = FrameRecords.decode([FrameEvent].self, now) else { return }
         let before = FrameRecords.decode([FrameEvent].self, pixels.eventsOnArrival)?.count ?? 0
         for event in events.dropFirst(before) {
             eventCounts[[event.type, event.zone, event.direction ?? ""], default: 0] += 1
+            sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
+                                event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
+        }
+    }
+
+    /// The stage's own events (`Stage.takeEvents`) and readings: after every frame, and at the
+    /// end of the stream (lensrecord's last clip is finished after the last frame).
+    func postStageEvents() {
+        publishReadings()
+        for event in stage.takeEvents() {
             sl_stage_post_event(element, event.type, event.zone, event.label, gint(clamping: event.objectId), event.direction,
                                 event.time ?? -1, event.dwell ?? -1, FrameRecords.encode(event))
         }

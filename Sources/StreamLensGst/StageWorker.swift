@@ -63,7 +63,8 @@ final class StageWorker: @unchecked Sendable {
         self.hasOutput = sl_stage_has_output(element) != 0
         self.stage = stage
         self.descriptor = descriptor
-        self.requestedMode = BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
+        // Encoded video is lossless whatever the mode (StageDescriptor.takesEncodedVideo).
+        self.requestedMode = descriptor.takesEncodedVideo ? .lossless : BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
         self.name = objectName(element)
         self.watchdog = descriptor.restartsUpstream ? SourceWatchdog(element: element, name: name, settings: settings) : nil
     }
@@ -249,7 +250,7 @@ final class StageWorker: @unchecked Sendable {
         // The held frames' memory is held for that moment only.
         if first {
             first = false
-            if requestedMode == .auto, sl_stage_upstream_is_live(element) != 0 {
+            if requestedMode == .auto, !descriptor.takesEncodedVideo, sl_stage_upstream_is_live(element) != 0 {
                 setLive(true, settingUp: true)
                 settingUpLive = true
             }
@@ -273,11 +274,13 @@ final class StageWorker: @unchecked Sendable {
         pixels.frameSize = (format.width, format.height)
         pixels.eventsOnArrival = pixels.frameRecord(FrameRecords.events)
         statistics.received(at: DispatchTime.now().uptimeNanoseconds)
-        let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer)
+        let pts = sl_buffer_pts(buffer), duration = sl_buffer_duration(buffer), dts = buffer.pointee.dts
         let frame = Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts),
                           duration: duration == GstClockTime.max ? nil : UInt64(duration),
                           index: statistics.framesIn - 1, pixels: pixels,
-                          ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil)
+                          ageOnArrival: live ? age(of: pixels.sample, pts: pts) : nil,
+                          dts: dts == GstClockTime.max ? nil : UInt64(dts),
+                          keyframe: buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue == 0)
         // A buffer smaller than its caps say would be read past its end by any stage that
         // maps it: dropped here, for every stage, with the reason.
         // (The caps' frame size, known since they were negotiated; a video meta's own planes.)
@@ -317,6 +320,7 @@ final class StageWorker: @unchecked Sendable {
         stage.streamEnded()
         // What the stage's writers found while it ended (a write that failed on their thread).
         postNotices()
+        postStageEvents()
         publishMetrics(force: true)
         postStatistics()
         if hasOutput { sl_stage_push_end_of_stream(element) }
@@ -396,8 +400,8 @@ final class StageWorker: @unchecked Sendable {
         if let lastCaps, lastCaps == caps || gst_caps_is_equal(lastCaps, caps) != 0 { return true }
         if let lastCaps { gst_caps_unref(lastCaps) }
         lastCaps = gst_caps_ref(caps)
-        guard let newFormat = VideoFormat(caps: caps) else {
-            sl_stage_post_error(element, "not raw video: \(capsString(caps))", nil)
+        guard let newFormat = descriptor.takesEncodedVideo ? VideoFormat(encodedCaps: caps) : VideoFormat(caps: caps) else {
+            sl_stage_post_error(element, descriptor.takesEncodedVideo ? "not encoded video: \(capsString(caps))" : "not raw video: \(capsString(caps))", nil)
             return false
         }
         let arrivedBefore = Int(sl_stage_buffers_arrived(element))

@@ -16,6 +16,20 @@ extension VideoFormat {
     }
 }
 
+extension VideoFormat {
+    /// Encoded video's caps (any media type but video/x-raw): its size and rate as the caps
+    /// give them (0 when they don't).
+    init?(encodedCaps caps: UnsafeMutablePointer<GstCaps>) {
+        guard gst_caps_get_size(caps) > 0, let structure = gst_caps_get_structure(caps, 0),
+              let name = gst_structure_get_name(structure).map({ String(cString: $0) }), name != "video/x-raw" else { return nil }
+        var width: gint = 0, height: gint = 0, n: gint = 0, d: gint = 1
+        _ = gst_structure_get_int(structure, "width", &width)
+        _ = gst_structure_get_int(structure, "height", &height)
+        if gst_structure_get_fraction(structure, "framerate", &n, &d) == 0 { n = 0; d = 1 }
+        self.init(encoded: name, width: Int(width), height: Int(height), framerate: (Int(n), Int(d)))
+    }
+}
+
 func capsString(_ caps: UnsafeMutablePointer<GstCaps>) -> String {
     takeString(gst_caps_to_string(caps)) ?? "?"
 }

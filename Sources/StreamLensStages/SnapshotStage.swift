@@ -63,7 +63,7 @@ public final class SnapshotStage: Stage {
         var intervalNanoseconds: UInt64
         var crop: Bool
         var margin: Double
-        var pattern: SnapshotPattern
+        var pattern: FilePattern
         var quality: Int
         var minGapNanoseconds: UInt64
         var maxFolderBytes: Int
@@ -90,19 +90,20 @@ public final class SnapshotStage: Stage {
             intervalNanoseconds = UInt64((settings.double("interval") * 1e9).rounded())
             crop = settings.string("what") == "crop"
             margin = settings.double("margin")
-            pattern = try SnapshotPattern(property: settings.string("path"))
+            pattern = try FilePattern(settings.string("path"), property: "path", extensions: ["jpg", "jpeg"], fields: ["frame", "id", "label", "event", "n"],
+                                      example: "snapshots/%Y%m%d-%H%M%S-{id}.jpg")
             quality = settings.int("quality")
             minGapNanoseconds = UInt64((settings.double("min-gap") * 1e9).rounded())
             maxFolderBytes = try Self.bytes(settings.string("max-folder-bytes"))
         }
 
         /// "20000", "500K", "200M", "2G" (powers of 1000).
-        static func bytes(_ text: String) throws -> Int {
+        static func bytes(_ text: String, property: String = "max-folder-bytes") throws -> Int {
             let t = text.trimmingCharacters(in: .whitespaces).uppercased()
             let scale: [Character: Double] = ["K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12]
             let (digits, factor) = t.last.flatMap { scale[$0] }.map { (String(t.dropLast()), $0) } ?? (t, 1)
             guard let v = Double(digits), v.isFinite, v >= 0, v * factor < 1e18 else {
-                throw StageError("property max-folder-bytes=\(text) is not a size: write bytes, or a number with K, M or G (e.g. 500M); 0 for no limit")
+                throw StageError("property \(property)=\(text) is not a size: write bytes, or a number with K, M or G (e.g. 500M); 0 for no limit")
             }
             return Int((v * factor).rounded())
         }
@@ -132,7 +133,7 @@ public final class SnapshotStage: Stage {
         // The folder the first snapshot would go into is made now, so a path that cannot be
         // written stops the run at start, with its reason (later ones, with strftime fields in
         // the folders, are made when written into; a failure then is a warning and counted).
-        let sample = self.settings.pattern.expand(.init(frame: 0, id: "frame", label: "frame", event: "interval", n: 1), at: Date())
+        let sample = self.settings.pattern.expand(["frame": "0", "id": "frame", "label": "frame", "event": "interval", "n": "1"], at: Date())
         let folder = Folders.folder(sample)
         if let problem = Folders.make(folder) { throw StageError("property path=\(self.settings.pattern.text): \(problem)") }
         guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else {
@@ -261,12 +262,12 @@ public final class SnapshotStage: Stage {
         let region = isCrop ? shot.region : nil
         let label = region?.label ?? (shot.labels.isEmpty ? "frame" : shot.labels.sorted().joined(separator: "+"))
         let id = region.map { $0.objectId >= 0 ? String($0.objectId) : "untracked" } ?? "frame"
-        let path = settings.pattern.expand(.init(frame: frame.index, id: id, label: label, event: event, n: submitted), at: wall)
+        let path = settings.pattern.expand(["frame": String(frame.index), "id": id, "label": label, "event": event, "n": String(submitted)], at: wall)
         let record = SnapshotRecord(pattern: settings.pattern.text, trigger: triggers.map(\.rawValue),
                                     events: shot.events.isEmpty ? nil : shot.events, frame: frame.index,
                                     time: frame.pts.map { Double($0) / 1e9 }, wallTime: Self.iso8601(wall),
                                     width: f.width, height: f.height, crop: isCrop ? rect : nil,
-                                    objectId: region?.objectId, detections: regions.map(MetadataWriter.Region.init))
+                                    objectId: region?.objectId, detections: regions.map(MetadataRecord.Region.init))
         // Live (the frame has an age): 4 waiting at most; a file: up to 256 MB (SnapshotWriter).
         if writer.submit(.init(pixels: pixels, pixelFormat: f.pixelFormat, width: rect.width, height: rect.height, path: path, record: record),
                          live: frame.ageOnArrival != nil) {

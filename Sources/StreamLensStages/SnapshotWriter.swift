@@ -35,7 +35,7 @@ struct SnapshotRecord: Encodable, Sendable {
     /// A crop: the object's id (-1 untracked).
     var objectId: Int?
     /// Every region on the frame, as lensmetadata writes them (docs/metadata.md).
-    var detections: [MetadataWriter.Region]
+    var detections: [MetadataRecord.Region]
 
     enum CodingKeys: String, CodingKey {
         case stage, pattern, image, trigger, events, frame, time, width, height, crop, detections
@@ -186,7 +186,7 @@ final class SnapshotWriter: Sendable {
 
     /// Writes a new file (never over one: O_EXCL); 0, or the errno that stopped it (a partial
     /// file is removed).
-    private static func createExclusive(_ path: String, _ data: Data) -> Int32 {
+    static func createExclusive(_ path: String, _ data: Data) -> Int32 {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return errno }
         var failure: Int32 = 0
@@ -229,27 +229,9 @@ final class SnapshotWriter: Sendable {
         return true
     }
 
-    /// The pairs already in a folder (an earlier run's) that this pattern wrote: a .json whose
-    /// stage is lenssnapshot and whose pattern is this one, with its picture beside it. Oldest
-    /// first by the JSON's modification time.
+    /// The pairs already in a folder (an earlier run's) that this pattern wrote, oldest first.
     private func index(_ folder: String) -> [Pair] {
-        struct Marker: Decodable { var stage: String; var pattern: String; var image: String }
-        let dir = folder.isEmpty ? "." : folder
-        let prefix = folder.isEmpty ? "" : folder + "/"
-        var pairs: [Pair] = []
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasSuffix(".json") {
-            let json = prefix + name
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: json),
-                  (attributes[.size] as? Int ?? .max) < 1_000_000,
-                  let data = FileManager.default.contents(atPath: json),
-                  let marker = try? JSONDecoder().decode(Marker.self, from: data),
-                  marker.stage == SnapshotRecord.stageName, marker.pattern == pattern,
-                  !marker.image.contains("/"), String(name.dropLast(5)) + "." + Folders.fileExtension(marker.image) == marker.image else { continue }
-            let image = prefix + marker.image
-            guard let imageSize = (try? FileManager.default.attributesOfItem(atPath: image))?[.size] as? Int else { continue }
-            let order = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            pairs.append(Pair(image: image, json: json, bytes: imageSize + data.count, order: order))
-        }
-        return pairs.sorted { ($0.order, $0.image) < ($1.order, $1.image) }
+        OwnedFiles.index(folder, stage: SnapshotRecord.stageName, pattern: pattern, fileKey: "image")
+            .map { Pair(image: $0.file, json: $0.json, bytes: $0.bytes, order: $0.time) }
     }
 }

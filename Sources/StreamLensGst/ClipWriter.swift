@@ -1,0 +1,150 @@
+import CGStreamer
+import CGstShim
+import Foundation
+import StreamLensCore
+import Synchronization
+
+/// One encoded frame kept by reference (its GstSample: buffer and caps), for lensrecord's ring:
+/// holding it costs a reference, not a copy of its bytes.
+public final class EncodedFrame: @unchecked Sendable {
+    // @unchecked: the sample is only read after init (a GstSample and its buffer are immutable
+    // while shared), and its reference is dropped once, in deinit.
+    fileprivate let sample: OpaquePointer
+    public let pts: UInt64?
+    public let dts: UInt64?
+    public let duration: UInt64?
+    public let keyframe: Bool
+    /// The encoded bytes.
+    public let bytes: Int
+    /// Its presentation time as stream time (seconds): the PTS through the sample's segment,
+    /// which an encoder may have shifted (x264enc adds 1000 hours); nil without a PTS.
+    public let streamSeconds: Double?
+
+    /// The frame a stage of encoded video is processing (Frame.pixels of such a stage).
+    public init(_ frame: Frame) {
+        sample = frame.pixels.withSample { gst_sample_ref(OpaquePointer($0))! }
+        pts = frame.pts
+        dts = frame.dts
+        duration = frame.duration
+        keyframe = frame.keyframe
+        bytes = gst_sample_get_buffer(sample).map { Int(gst_buffer_get_size($0)) } ?? 0
+        if let pts = frame.pts, let segment = gst_sample_get_segment(sample), segment.pointee.format == GST_FORMAT_TIME {
+            let t = gst_segment_to_stream_time(segment, GST_FORMAT_TIME, GstClockTime(pts))
+            streamSeconds = t == GstClockTime.max ? nil : Double(t) / 1e9
+        } else {
+            streamSeconds = frame.pts.map { Double($0) / 1e9 }
+        }
+    }
+
+    deinit { gst_sample_unref(sample) }
+
+    /// The time it is decoded at (its DTS, else its PTS).
+    public var decodingTime: UInt64? { dts ?? pts }
+}
+
+/// Writes one MP4 from encoded frames, without re-encoding: a pipeline of its own
+/// (`appsrc ! PARSER ! mp4mux ! filesink`), fed by reference, on its own streaming thread, so
+/// the stage that feeds it never waits for the disk. The MP4 is fragmented (a fragment a
+/// second): a clip cut short by a full disk still plays up to its last whole fragment, and
+/// `finish` (end of stream) completes its index.
+///
+/// The frames' times are moved so the clip starts at 0 (a shallow copy of each buffer: its
+/// metadata, the bytes shared).
+public final class ClipWriter: @unchecked Sendable {
+    // @unchecked: used from the stage's worker thread only (append, finish); GStreamer's own
+    // objects are thread-safe.
+    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let appsrc: UnsafeMutablePointer<GstAppSrc>
+    private var base: UInt64?
+    private var capsSet = false
+    public private(set) var failure: String?
+    public private(set) var frames = 0
+    /// Bytes the writer may hold unwritten before the clip is ended (the disk does not keep up).
+    public static let maxBacklogBytes: UInt64 = 64 << 20
+
+    /// `path`: the file to write (made, or truncated). `mediaType`: the frames' caps' media type.
+    public init(path: String, mediaType: String) throws {
+        gst_init(nil, nil)
+        let parser: String
+        switch mediaType {
+        case "video/x-h264": parser = "h264parse"
+        case "video/x-h265": parser = "h265parse"
+        default: throw StageError("cannot record \(mediaType) into MP4: H.264 (video/x-h264) or H.265 (video/x-h265) only")
+        }
+        let quoted = path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let description = "appsrc name=src format=time is-live=false block=false max-bytes=0 ! \(parser) ! mp4mux fragment-duration=1000 "
+            + "! filesink name=sink location=\"\(quoted)\" sync=false async=false"
+        var error: UnsafeMutablePointer<GError>?
+        guard let p = sl_pipeline_parse(description, &error) else {
+            defer { if let error { g_error_free(error) } }
+            throw StageError("cannot build the clip writer (\(error.map(parseErrorMessage) ?? "?"); are gst-plugins-good's mp4mux and gst-plugins-bad's \(parser) installed?)")
+        }
+        if let error { g_error_free(error) }
+        let bin = UnsafeMutableRawPointer(p).assumingMemoryBound(to: GstBin.self)
+        guard let src = gst_bin_get_by_name(bin, "src") else {
+            gst_object_unref(p)
+            throw StageError("the clip writer has no appsrc")
+        }
+        pipeline = p
+        appsrc = UnsafeMutableRawPointer(src).assumingMemoryBound(to: GstAppSrc.self)
+        if gst_element_set_state(p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
+            let why = firstBusError(p) ?? "it would not start"
+            gst_element_set_state(p, GST_STATE_NULL)
+            gst_object_unref(src)
+            gst_object_unref(p)
+            throw StageError("cannot write \(path): \(why)")
+        }
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(appsrc)
+        gst_object_unref(pipeline)
+    }
+
+    /// Hands a frame over (never waits). False, with `failure` set, once the writer failed (a
+    /// write error: a full disk) or holds more than `maxBacklogBytes` unwritten.
+    @discardableResult
+    public func append(_ frame: EncodedFrame) -> Bool {
+        guard failure == nil else { return false }
+        if let why = firstBusError(pipeline) { failure = why; return false }
+        if gst_app_src_get_current_level_bytes(appsrc) > Self.maxBacklogBytes {
+            failure = "the disk did not keep up (\(Self.maxBacklogBytes >> 20) MB waiting to be written)"
+            return false
+        }
+        guard let buffer = gst_sample_get_buffer(frame.sample) else { return true }
+        if !capsSet, let caps = gst_sample_get_caps(frame.sample) {
+            gst_app_src_set_caps(appsrc, caps)
+            capsSet = true
+        }
+        if base == nil { base = min(frame.dts ?? .max, frame.pts ?? .max) == .max ? 0 : min(frame.dts ?? .max, frame.pts ?? .max) }
+        let b = base ?? 0
+        // A shallow copy: the metadata is the clip's own (its times), the bytes are shared.
+        guard let copy = gst_buffer_copy(buffer) else { return true }
+        if let pts = frame.pts { copy.pointee.pts = GstClockTime(pts >= b ? pts - b : 0) }
+        if let dts = frame.dts { copy.pointee.dts = GstClockTime(dts >= b ? dts - b : 0) }
+        sl_handoff_release(copy)
+        _ = gst_app_src_push_buffer(appsrc, copy)   // takes the copy
+        frames += 1
+        return true
+    }
+
+    /// Ends the clip: end of stream, then waits (at most `timeout` seconds) until the file is
+    /// complete; nil when it is, else why not (the file may still play up to its last fragment).
+    public func finish(timeout: Double) -> String? {
+        _ = gst_app_src_end_of_stream(appsrc)
+        guard let bus = gst_element_get_bus(pipeline) else { return failure ?? "no bus" }
+        defer { gst_object_unref(bus) }
+        let kinds = GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue)
+        let message = gst_bus_timed_pop_filtered(bus, GstClockTime(max(0, timeout) * 1e9), kinds)
+        defer { if let message { gst_message_unref(message) } }
+        let result: String?
+        if let message {
+            result = message.pointee.type == GST_MESSAGE_ERROR ? (failure ?? errorMessageText(message)) : failure
+        } else {
+            result = failure ?? "not finished within \(timeout) s"
+        }
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        return result
+    }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import Glibc
+import StreamLensCore
+import StreamLensGst
+import Synchronization
+
+/// `lensrecord`: event clips. On the encoded branch (after the encoder and its parser) it passes
+/// every frame on untouched and keeps the last `pre` seconds of them in memory (references to
+/// the buffers, bounded by `max-ring-bytes` too); when something happens it writes an MP4 from
+/// the keyframe at or before `pre` seconds before the event to `post` seconds after the last
+/// trigger, without re-encoding, with a JSON beside it (docs/event-clips.md).
+///
+///     streamlens run 'filesrc location=cross.mp4 ! decodebin ! videoconvert ! lensdetect draw=false ! lenstrack ! lenszone lines=door:0.5,0,0.5,1 ! videoconvert ! x264enc key-int-max=30 ! h264parse ! lensrecord pre=2 post=3 location=clips/%Y%m%d-%H%M%S-{event}.mp4 ! fakesink'
+///
+/// Triggers (`on`): `zone` (default: lenszone's events on the frames that reach it: they travel
+/// on the buffers through the encoder), `track` (an object id not seen before), `label` (a
+/// label the previous frame did not have); always also the `record` property (the control
+/// socket's `set NAME record REASON`, the API's `POST /api/sources/{name}/record`, an
+/// application's g_object_set) and SIGUSR1 to the process. Clip decisions: `ClipRecorder`;
+/// writing: `ClipWriter` (its own pipeline), then a finisher thread of this stage's own names
+/// the file, writes the JSON, applies retention and reports the `clip` event.
+public final class RecordStage: Stage {
+    public static let descriptor = StageDescriptor(
+        name: "lensrecord",
+        summary: "Event clips: keep the last seconds of encoded video in memory and, on a zone event, a new track, a label, a command or SIGUSR1, write an MP4 from before the event to after it (no re-encoding), with its JSON beside it",
+        example: "videotestsrc num-buffers=90 ! video/x-raw,width=320,height=240,framerate=30/1 ! x264enc key-int-max=15 ! h264parse ! lensrecord pre=1 post=1 record=start location=/tmp/streamlens-clips/clip-%05d.mp4 ! fakesink",
+        sinkCaps: "video/x-h264, alignment=(string)au; video/x-h265, alignment=(string)au",
+        properties: [
+            PropertySpec("pre", .double(0...600), default: .double(5),
+                         help: "seconds of video kept before the event (the clip starts at the keyframe at or before them)"),
+            PropertySpec("post", .double(0...3600), default: .double(5), live: true,
+                         help: "seconds of video after the last trigger (a trigger during a clip extends it)"),
+            PropertySpec("max", .double(1...86_400), default: .double(300), live: true,
+                         help: "seconds a clip may last at most, from its first frame"),
+            PropertySpec("max-ring-bytes", .string, default: .string("64M"),
+                         help: "bytes (or 500K, 64M: powers of 1000) the pre-roll may hold: beyond it the oldest groups of pictures go (the clip then starts later than pre)"),
+            PropertySpec("location", .string, default: .string("clips/%Y%m%d-%H%M%S-{event}.mp4"),
+                         help: "file pattern: strftime fields (local wall-clock time of the trigger), {event} (what triggered it), {id}, {label} (the first event's object), {n} or %05d (a width: the clip counter, from 1); folders are made; an existing file is never overwritten (the next number, or -2, -3… added)"),
+            PropertySpec("on", .string, default: .string("zone"),
+                         help: "what triggers a clip, comma-separated: zone (lenszone's events on the frames), track (an object id not seen before), label (a label the previous frame did not have); none: only record= and SIGUSR1"),
+            PropertySpec("zone-events", .string, default: .string(""),
+                         help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
+            LabelFilter.property("on=track, label: only regions with these labels trigger", live: false),
+            PropertySpec("record", .string, default: .string(""), live: true,
+                         help: "set to a reason (any text, e.g. manual) to trigger a clip now; reads back empty"),
+            PropertySpec("max-clips", .int(0...1_000_000), default: .int(0),
+                         help: "clips (with this location pattern) kept in the folders written into: the oldest are deleted (0: no limit)"),
+            PropertySpec("max-bytes", .string, default: .string("0"),
+                         help: "bytes (or 500M, 2G) those clips may take: the oldest are deleted (0: no limit)"),
+            PropertySpec("max-age", .double(0...31_536_000), default: .double(0),
+                         help: "seconds a clip is kept: older ones are deleted when a clip is written (0: no limit)"),
+            PropertySpec("events", .string, default: .string(""),
+                         help: "where each clip's record also goes, as lensmetadata's location: mqtt://HOST:PORT/TOPIC, http://…, a file (empty: the bus and the API only)"),
+            PropertySpec("max-queued", .int(1...1_000_000), default: .int(1000),
+                         help: "events: records kept while the destination is away or slow"),
+            .reading("clips", help: "clips written so far"),
+            .reading("recording", help: "true while a clip is being recorded"),
+        ] + RecordSinkRegistry.properties)
+
+    enum Trigger: String, CaseIterable { case zone, track, label }
+
+    struct Settings {
+        var recorder: ClipRecorder<EncodedFrame>.Settings
+        var pattern: FilePattern
+        var triggers: Set<Trigger>
+        var zoneEvents: Set<String>?
+        var labels: LabelFilter
+        var retention: ClipRetention.Limits
+
+        init(_ settings: StageSettings) throws {
+            let ring = try SnapshotStage.Settings.bytes(settings.string("max-ring-bytes"), property: "max-ring-bytes")
+            guard ring > 0 else { throw StageError("property max-ring-bytes=0: the pre-roll needs room (e.g. 64M)") }
+            recorder = .init(pre: settings.double("pre"), post: settings.double("post"), max: settings.double("max"), maxRingBytes: ring)
+            pattern = try FilePattern(settings.string("location"), property: "location", extensions: ["mp4"], fields: ["event", "id", "label", "n"],
+                                      counter: true, example: "clips/%Y%m%d-%H%M%S-{event}.mp4")
+            let on = settings.list("on")
+            triggers = []
+            for name in on where name != "none" {
+                guard let t = Trigger(rawValue: name) else {
+                    throw StageError("property on=\(settings.string("on")): '\(name)' is not a trigger; they are \(Trigger.allCases.map(\.rawValue).joined(separator: ", ")), or none")
+                }
+                triggers.insert(t)
+            }
+            let events = settings.list("zone-events")
+            for e in events where !SnapshotStage.zoneEventTypes.contains(e) {
+                throw StageError("property zone-events=\(settings.string("zone-events")): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
+            }
+            zoneEvents = events.isEmpty ? nil : Set(events)
+            labels = LabelFilter(settings)
+            retention = .init(count: settings.int("max-clips"),
+                              bytes: try SnapshotStage.Settings.bytes(settings.string("max-bytes"), property: "max-bytes"),
+                              age: settings.double("max-age"))
+        }
+    }
+
+    private var settings: Settings
+    private var recorder: ClipRecorder<EncodedFrame>
+    private let finisher: ClipFinisher
+    private var writer: ClipWriter?
+    /// The clip being recorded: what the JSON will say.
+    private var clip: ClipRecord?
+    private var clipPath = ""
+    private var temporary = ""
+    private var seenIds = Set<Int>()
+    private var previousLabels = Set<String>()
+    private var requestsSeen: Int
+    private var pendingReason: String?
+    private var started = 0
+    private var format: VideoFormat?
+    private var notices: [StageNotice] = []
+
+    public init(settings: StageSettings) throws {
+        self.settings = try Settings(settings)
+        recorder = ClipRecorder(settings: self.settings.recorder)
+        let sample = self.settings.pattern.expand(["event": "zone", "id": "0", "label": "face", "n": "1"], at: Date())
+        let folder = Folders.folder(sample)
+        if let problem = Folders.make(folder) { throw StageError("property location=\(self.settings.pattern.text): \(problem)") }
+        guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else {
+            throw StageError("property location=\(self.settings.pattern.text): cannot write in folder \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(errno))))")
+        }
+        let events = settings.string("events")
+        let sink = events.isEmpty ? nil : try RecordSinkRegistry.open(events, settings: settings)
+        finisher = ClipFinisher(pattern: self.settings.pattern, retention: self.settings.retention, sink: sink)
+        requestsSeen = RecordRequests.count
+        RecordRequests.installSignalHandler()
+        if !settings.string("record").isEmpty { pendingReason = settings.string("record") }
+    }
+
+    public func formatChanged(_ format: VideoFormat) throws {
+        // A new format (new SPS) mid-clip: the clip ends there; the ring starts again.
+        if let old = self.format, old != format {
+            endClip()
+            recorder = ClipRecorder(settings: settings.recorder)
+        }
+        self.format = format
+    }
+
+    public func settingsChanged(_ new: StageSettings) {
+        settings.recorder.postNanoseconds = UInt64((new.double("post") * 1e9).rounded())
+        settings.recorder.maxNanoseconds = UInt64((new.double("max") * 1e9).rounded())
+        recorder.settings = settings.recorder
+        let reason = new.string("record")
+        if !reason.isEmpty {
+            pendingReason = reason
+            // Reads back empty, so the same reason triggers again.
+            notices.append(StageNotice(.info, "clip requested (\(reason))", restore: ["record": .string("")]))
+        }
+    }
+
+    public func process(_ frame: Frame) -> FrameOutcome {
+        let time = frame.pts ?? frame.dts ?? UInt64(frame.index) * (format?.frameDurationNanoseconds ?? 33_333_333)
+        var why: [String] = []
+        var events: [FrameEvent] = []
+        if settings.triggers.contains(.zone) {
+            events = frame.pixels.events().filter { settings.zoneEvents?.contains($0.type) ?? true }
+            if !events.isEmpty { why.append("zone") }
+        }
+        var regions: [RegionOfInterest]?
+        if settings.triggers.contains(.track) || settings.triggers.contains(.label) {
+            let admitted = frame.pixels.regionsOfInterest().filter { settings.labels.admits($0.label) }
+            regions = admitted
+            if settings.triggers.contains(.track) {
+                let new = admitted.filter { $0.objectId >= 0 && seenIds.insert($0.objectId).inserted }
+                if !new.isEmpty {
+                    why.append("track")
+                    events += new.map { FrameEvent(type: "track", zone: "", objectId: $0.objectId, label: $0.label, time: frame.pts.map { Double($0) / 1e9 }) }
+                }
+            }
+            if settings.triggers.contains(.label) {
+                let labels = Set(admitted.map(\.label))
+                let appeared = labels.subtracting(previousLabels).sorted()
+                if !appeared.isEmpty {
+                    why.append("label")
+                    events += appeared.map { FrameEvent(type: "label", zone: "", objectId: -1, label: $0, time: frame.pts.map { Double($0) / 1e9 }) }
+                }
+                previousLabels = labels
+            }
+        }
+        let requests = RecordRequests.count
+        if requests != requestsSeen {
+            requestsSeen = requests
+            why.append("signal")
+        }
+        if let reason = pendingReason {
+            pendingReason = nil
+            why.append(reason)
+        }
+        let unit = EncodedFrame(frame)
+        let actions = recorder.add(unit, time: time, keyframe: frame.keyframe, bytes: unit.bytes, triggered: !why.isEmpty)
+        for action in actions {
+            switch action {
+            case .end:
+                endClip()
+            case .start(let units):
+                startClip(why: why, events: events, frame: frame, unit: unit, regions: regions ?? frame.pixels.regionsOfInterest())
+                units.forEach(append)
+            case .append(let unit):
+                append(unit)
+            }
+        }
+        if recorder.isRecording, !why.isEmpty, !actions.contains(where: { if case .start = $0 { return true } else { return false } }) {
+            // A trigger during a clip: it is in the clip's record too.
+            if var c = clip {
+                c.trigger = Array(Set(c.trigger + why)).sorted()
+                c.events += events
+                clip = c
+            }
+        }
+        return .forward
+    }
+
+    private func startClip(why: [String], events: [FrameEvent], frame: Frame, unit: EncodedFrame, regions: [RegionOfInterest]) {
+        started += 1
+        let wall = Date()
+        let first = events.first
+        var values: FilePattern.Values = ["event": why.joined(separator: "+"), "id": first.map { String($0.objectId) } ?? "none",
+                                          "label": first?.label ?? "none", "n": String(started)]
+        clipPath = settings.pattern.expand(values, at: wall)
+        // A counter that names a file already there (an earlier run's): the next free number.
+        if settings.pattern.counts {
+            var n = started, tries = 0
+            while FileManager.default.fileExists(atPath: clipPath) || FileManager.default.fileExists(atPath: ClipFinisher.json(of: clipPath)), tries < 100_000 {
+                n += 1; tries += 1
+                values["n"] = String(n)
+                clipPath = settings.pattern.expand(values, at: wall)
+            }
+            started = n
+        }
+        let folder = Folders.folder(clipPath)
+        if let problem = Folders.make(folder) {
+            notices.append(StageNotice(.warning, "no clip: \(problem); the video goes on"))
+            return
+        }
+        temporary = (folder.isEmpty ? "" : folder + "/") + ".lensrecord-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).partial.mp4"
+        do {
+            writer = try ClipWriter(path: temporary, mediaType: frame.format.pixelFormat)
+        } catch {
+            notices.append(StageNotice(.warning, "no clip: \(error); the video goes on"))
+            unlink(temporary)
+            writer = nil
+            return
+        }
+        clip = ClipRecord(pattern: settings.pattern.text, trigger: Array(Set(why)).sorted(), events: events,
+                          triggerTime: events.first?.time ?? unit.streamSeconds, wallTime: SnapshotStage.iso8601(wall),
+                          width: frame.format.width, height: frame.format.height, detections: regions.map(MetadataRecord.Region.init))
+        clip?.counter = started
+    }
+
+    private func append(_ unit: EncodedFrame) {
+        guard let writer, var c = clip else { return }
+        if c.start == nil { c.start = unit.streamSeconds }
+        if let t = unit.streamSeconds {
+            let end = t + Double(unit.duration ?? 0) / 1e9
+            c.end = max(c.end ?? end, end)
+        }
+        if !writer.append(unit) {
+            // A full disk, a disk too slow: the clip ends here; the video goes on.
+            notices.append(StageNotice(.warning, "clip \(clipPath) ended early: \(writer.failure ?? "write failed"); the video goes on"))
+            c.incomplete = writer.failure
+            clip = c
+            endClip()
+            return
+        }
+        c.frames = writer.frames
+        clip = c
+    }
+
+    private func endClip() {
+        guard let writer, let clip else { self.writer = nil; self.clip = nil; return }
+        self.writer = nil
+        self.clip = nil
+        finisher.finish(writer: writer, record: clip, path: clipPath, temporary: temporary)
+    }
+
+    public func takeEvents() -> [FrameEvent] { finisher.takeEvents() }
+
+    public func takeNotices() -> [StageNotice] { notices.take() + finisher.takeNotices() }
+
+    public var readings: [String: String] {
+        ["clips": String(finisher.written), "recording": recorder.isRecording ? "true" : "false"]
+    }
+
+    public func streamEnded() {
+        // A clip being recorded at the end (Ctrl-C, end of the file) is finalized as it stands.
+        if recorder.finish() { endClip() }
+        finisher.drain(timeout: 15)
+    }
+
+    public var summary: String? {
+        let f = finisher.figures
+        var text = String(format: "%d clips written (%.2f MB), %d deleted by retention", f.written, Double(f.bytes) / 1e6, f.deleted)
+        if f.failed > 0 { text += ", \(f.failed) failed" }
+        if let ms = f.finalizeMilliseconds.max() { text += String(format: ", finalized within %.0f ms of their end", ms) }
+        return text + String(format: "; pre-roll %d frames, %.2f MB now", recorder.ringFrames, Double(recorder.ringBytes) / 1e6)
+    }
+}
+
+/// Requests to record from outside the pipeline: SIGUSR1 to the process. Every lensrecord
+/// compares the count with the one it saw last.
+enum RecordRequests {
+    private static let requests = Atomic<Int>(0)
+    static var count: Int { requests.load(ordering: .relaxed) }
+
+    private static let installed = Mutex(false)
+    nonisolated(unsafe) private static var source: DispatchSourceSignal?
+
+    static func installSignalHandler() {
+        installed.withLock { done in
+            guard !done else { return }
+            done = true
+            signal(SIGUSR1, SIG_IGN)
+            let s = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+            s.setEventHandler { requests.add(1, ordering: .relaxed) }
+            s.resume()
+            source = s
+        }
+    }
+}
+
+/// What lensrecord writes beside each clip (same name, .json).
+struct ClipRecord: Encodable, Sendable {
+    static let schemaVersion = 1
+    static let stageName = "lensrecord"
+    var schemaVersion = Self.schemaVersion
+    var stage = Self.stageName
+    var pattern: String
+    /// The clip's file name (in the same folder).
+    var clip = ""
+    var counter = 0
+    /// What triggered it: zone, track, label, signal, or the reason given to `record`.
+    var trigger: [String]
+    /// The events that triggered it (lenszone's, new tracks, labels), in order.
+    var events: [FrameEvent]
+    /// The first trigger's frame time (stream seconds).
+    var triggerTime: Double?
+    var wallTime: String
+    var width: Int
+    var height: Int
+    /// The clip's first and last frame times (stream seconds; end includes the last frame's duration).
+    var start: Double?
+    var end: Double?
+    var frames = 0
+    /// Set when the clip ended early (the disk): why.
+    var incomplete: String?
+    /// The regions on the triggering frame, as lensmetadata writes them (empty when none reach
+    /// the encoded branch: encoders keep lenszone's events, not the regions).
+    var detections: [MetadataRecord.Region]
+
+    enum CodingKeys: String, CodingKey {
+        case stage, pattern, clip, counter, trigger, events, width, height, start, end, frames, incomplete, detections
+        case schemaVersion = "schema_version"
+        case triggerTime = "trigger_time"
+        case wallTime = "wall_time"
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+/// lensrecord through the built binary: real faces crossing a line (lensdetect, lenstrack,
+/// lenszone), encoded by x264enc, clips read back by ffprobe and decoded by ffmpeg.
+@Suite(.serialized) struct EventClipTests {
+    /// The JSON records lensrecord wrote in `dir`, by clip name.
+    static func records(_ dir: URL) throws -> [String: [String: Any]] {
+        var out: [String: [String: Any]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".json") {
+            let data = try Data(contentsOf: dir.appendingPathComponent(name))
+            guard let json = try JSONSerialization.jsonObject(with: data) as? [String: Any], json["stage"] as? String == "lensrecord" else { continue }
+            out[try #require(json["clip"] as? String)] = json
+        }
+        return out
+    }
+
+    /// Frames ffprobe counts in the clip's video stream, and its duration (nil: not a video it reads).
+    static func probe(_ path: String) -> (frames: Int, duration: Double)? {
+        guard let r = ffprobe(["-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames:format=duration", "-of", "default=nw=1", path]),
+              r.status == 0 else { return nil }
+        var frames: Int?, duration: Double?
+        for line in r.output.split(separator: "\n") {
+            if line.hasPrefix("nb_read_frames=") { frames = Int(line.dropFirst(15)) }
+            if line.hasPrefix("duration=") { duration = Double(line.dropFirst(9)) }
+        }
+        guard let frames, let duration else { return nil }
+        return (frames, duration)
+    }
+
+    /// ffmpeg decodes the whole clip without an error.
+    static func decodes(_ path: String) throws -> Bool {
+        let r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-i", path, "-f", "null", "-"], timeout: 60)
+        return r.status == 0 && r.stderr.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+    }
+
+    /// A face crossing a line at ~1.56 s: one clip from the keyframe at or before 1 s earlier
+    /// (keyframes every 0.5 s) to 1 s after, that plays, with the crossing in its JSON and a
+    /// `clip` event on the bus; no frame dropped on the way.
+    @Test func aCrossingMakesOneClipFromBeforeItToAfterIt() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = try ZoneStagesTests.crossingFaceClip(in: dir), clips = dir.appendingPathComponent("clips")
+        let spec = "filesrc location=\(input) ! decodebin ! videoconvert ! video/x-raw,format=RGB ! lensdetect model=Models/face-full-range.json threshold=0.5 draw=false "
+            + "! lenstrack ! lenszone lines=mid:320,360,320,0 ! videoconvert ! video/x-raw,format=I420 ! x264enc key-int-max=15 speed-preset=veryfast "
+            + "! h264parse ! lensrecord pre=1 post=1 location=\(clips.path)/clip-%05d.mp4 ! fakesink"
+        let r = try CLI.run(["run", "-v", spec], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        let records = try Self.records(clips)
+        try #require(records.count == 1, "\(records.keys.sorted())")
+        let (name, json) = records.first!
+        #expect(name == "clip-00001.mp4")
+        let events = json["events"] as? [[String: Any]] ?? []
+        let crossed = try #require(events.first { $0["type"] as? String == "crossed" }, "\(json)")
+        let t = try #require(crossed["time"] as? Double)
+        #expect(t > 1.3 && t < 1.8, "the crossing at \(t) s")
+        let start = try #require(json["start"] as? Double), end = try #require(json["end"] as? Double)
+        // From the keyframe at or before t − pre: at most one GOP (0.5 s) before it.
+        #expect(start <= t - 1 + 0.001 && start >= t - 1 - 0.5 - 0.001, "starts at \(start) for a crossing at \(t)")
+        // To post after the last trigger (the triggering frame's time, within two frames).
+        #expect(abs(end - (t + 1)) <= 0.07, "ends at \(end) for a crossing at \(t)")
+        let path = clips.appendingPathComponent(name).path
+        let p = try #require(Self.probe(path), "\(name) does not read")
+        #expect(p.frames == json["frames"] as? Int && abs(Double(p.frames) - (end - start) * 30) <= 1, "\(p) \(json)")
+        #expect(abs(p.duration - (end - start)) <= 0.05, "\(p.duration) s against \(end - start)")
+        #expect(try Self.decodes(path), "\(name) does not decode")
+        // The clip event on the bus (the CLI says it with -v), naming the file.
+        #expect(r.stderr.split(separator: "\n").contains { $0.hasPrefix("lensrecord0: clip") }, "\(r.stderr.suffix(1500))")
+        #expect(r.stderr.contains("lensrecord0: 90 frames in, 90 out, 0 dropped"), "\(r.stderr.suffix(1500))")
+        // Nothing else left in the folder (no temporary file).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: clips.path).sorted() == ["clip-00001.json", "clip-00001.mp4"])
+    }
+
+    /// Three runs into one folder with max-clips=2: the counter goes on past the clips already
+    /// there (never over a file), the oldest clip goes, and a file lensrecord did not write stays.
+    @Test func retentionRemovesTheOldestAndNothingElse() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let other = dir.appendingPathComponent("c-000.mp4")
+        try Data("not ours".utf8).write(to: other)
+        for _ in 0..<3 {
+            let r = try CLI.run(["run", "videotestsrc num-buffers=45 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc key-int-max=15 "
+                                 + "! h264parse ! lensrecord pre=1 post=1 record=start max-clips=2 location=\(dir.path)/c-%03d.mp4 ! fakesink"], timeout: 60)
+            #expect(r.status == 0, "\(r.stderr)")
+            usleep(50_000) // modification times a little apart
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(names == ["c-000.mp4", "c-002.json", "c-002.mp4", "c-003.json", "c-003.mp4"], "\(names)")
+        #expect(try String(contentsOf: other, encoding: .utf8) == "not ours")
+        let records = try Self.records(dir)
+        #expect(records["c-003.mp4"]?["trigger"] as? [String] == ["start"], "\(records)")
+        // record=start at the first frame: the whole 1.5 s stream (post ends it at 1 s + the frame).
+        let p = try #require(Self.probe(dir.appendingPathComponent("c-003.mp4").path))
+        #expect(p.frames == 30 || p.frames == 31, "\(p)")
+    }
+
+    /// A clip being recorded at Ctrl-C is finalized: it plays, its JSON is there, exit 0.
+    @Test func aClipBeingRecordedAtInterruptIsFinalized() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = try Background.streamlens(["run", "-v", "videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=30/1 ! x264enc tune=zerolatency key-int-max=30 "
+                                             + "! h264parse ! lensrecord record=manual post=600 location=\(dir.path)/live-{n}.mp4 ! fakesink"])
+        try #require(run.waitFor("lensrecord0: video/x-h264", timeout: 60), "\(run.stderr)")
+        sleep(2)
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(!r.timedOut && r.status == 0, "\(r.stderr)")
+        let records = try Self.records(dir)
+        let json = try #require(records["live-1.mp4"], "\(records.keys) \(r.stderr.suffix(800))")
+        let p = try #require(Self.probe(dir.appendingPathComponent("live-1.mp4").path))
+        #expect(p.frames >= 30 && p.frames == json["frames"] as? Int, "\(p) \(json)")
+        #expect(try Self.decodes(dir.appendingPathComponent("live-1.mp4").path))
+        #expect(r.stderr.contains("0 dropped") && !r.stderr.contains("lensrecord0: 0 frames"), "\(r.stderr.suffix(800))")
+    }
+
+    /// The API's POST /api/sources/main/record makes a clip; a stage that is not there is a 404.
+    @Test func theAPIRecordsAClip() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
+        let run = try Background.streamlens(["run", "--http", "\(port)", "videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=30/1 "
+                                             + "! x264enc tune=zerolatency key-int-max=15 ! h264parse ! lensrecord name=rec on=none pre=1 post=1 location=\(dir.path)/api-{event}-{n}.mp4 ! fakesink"])
+        try #require(HTTPAPITests.waitFor("\(u)/readyz", timeout: 120, process: run), "not ready: \(run.stderr)")
+        sleep(2) // a pre-roll to keep
+        let a = try HTTPAPITests.request("POST", "\(u)/api/sources/main/record?reason=doorbell")
+        #expect(a.status == 202 && a.body.contains("\"rec\""), "\(a.status) \(a.body)")
+        #expect(try HTTPAPITests.request("POST", "\(u)/api/sources/main/record?stage=nope").status == 404)
+        #expect(try HTTPAPITests.request("POST", "\(u)/api/sources/other/record").status == 404)
+        #expect(try HTTPAPITests.request("POST", "\(u)/api/sources/main/record?reason=a%20b").status == 422)
+        let json = dir.appendingPathComponent("api-doorbell-1.json").path
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: json), Date() < deadline { usleep(100_000) }
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+        let records = try Self.records(dir)
+        let record = try #require(records["api-doorbell-1.mp4"], "\(records.keys)")
+        #expect(record["trigger"] as? [String] == ["doorbell"])
+        // pre 1 s kept before the request and post 1 s after it: about 2 s.
+        let p = try #require(Self.probe(dir.appendingPathComponent("api-doorbell-1.mp4").path))
+        #expect(p.duration >= 1.4 && p.duration <= 2.8, "\(p)")
+    }
+
+    @Test func badInputsStopAtStartWithOneMessage() throws {
+        let raw = try CLI.run(["run", "videotestsrc num-buffers=10 ! lensrecord ! fakesink"], timeout: 60)
+        #expect(raw.status != 0 && raw.stderr.contains("lensrecord"), "\(raw.stderr)")
+        let name = try CLI.run(["run", "videotestsrc num-buffers=10 ! x264enc ! h264parse ! lensrecord location=/tmp/clip.avi ! fakesink"], timeout: 60)
+        #expect(name.status == 1 && name.stderr.contains("must name a .mp4 file"), "\(name.stderr)")
+        let on = try CLI.run(["run", "videotestsrc num-buffers=10 ! x264enc ! h264parse ! lensrecord on=motion ! fakesink"], timeout: 60)
+        #expect(on.status == 1 && on.stderr.contains("'motion' is not a trigger"), "\(on.stderr)")
+    }
+}
