@@ -106,17 +106,10 @@ bench_plot_venv() {
   fi
 }
 
-# Usage: bench_mediapipe_venv NAME   the venv bench-detect's MediaPipe peer runs in (made once):
-# mediapipe==0.10.21 from PyPI with what it pulls in (OpenCV, numpy 1.x), apart from the product's
-# and the other peers' venvs. Sets MP_PY. Needs ROOT.
+# Usage: bench_mediapipe_venv NAME   the venv bench-detect's MediaPipe peer runs in
+# (tools/mediapipe-venv.sh: mediapipe==0.10.21 and its pinned imports, made once). Sets MP_PY.
+# Needs ROOT.
 bench_mediapipe_venv() {
-  local name=$1 venv=.deps/mediapipe-venv check='import cv2, mediapipe; assert mediapipe.__version__ == "0.10.21"'
-  if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
-    echo "$name: making $venv (mediapipe==0.10.21 from PyPI)" >&2
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check mediapipe==0.10.21 >&2
-    "$venv/bin/python" -c "$check" || { echo "$name: $venv cannot import mediapipe 0.10.21 and cv2" >&2; exit 1; }
-  fi
-  MP_PY="$ROOT/$venv/bin/python"
+  "$ROOT/tools/mediapipe-venv.sh" || { echo "$1: cannot make .deps/mediapipe-venv" >&2; exit 1; }
+  MP_PY="$ROOT/.deps/mediapipe-venv/bin/python"
 }

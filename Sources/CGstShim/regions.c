@@ -88,6 +88,32 @@ static void sl_region_fill(GstVideoRegionOfInterestMeta *meta, guint frame_width
         if (results->landmark_presence >= 0) gst_structure_set(s, "presence", G_TYPE_DOUBLE, results->landmark_presence, NULL);
         gst_video_region_of_interest_meta_add_param(meta, s);
     }
+    if (results->mask && results->mask_width > 0 && results->mask_height > 0) {
+        gsize size = (gsize)results->mask_width * results->mask_height;
+        GstBuffer *data = gst_buffer_new_memdup(results->mask, size);
+        GstStructure *s = gst_structure_new("mask", "width", G_TYPE_INT, (gint)results->mask_width, "height", G_TYPE_INT,
+                                            (gint)results->mask_height, "format", G_TYPE_STRING, "GRAY8", "data", GST_TYPE_BUFFER, data, NULL);
+        gst_buffer_unref(data);
+        gst_video_region_of_interest_meta_add_param(meta, s);
+    }
+}
+
+// The "mask" structure's data when it is what sl_region_fill writes (GRAY8, width x height bytes).
+static GstBuffer *sl_mask_data(GstVideoRegionOfInterestMeta *roi, gint *width, gint *height) {
+    GstStructure *mask = gst_video_region_of_interest_meta_get_param(roi, "mask");
+    if (!mask || !gst_structure_get_int(mask, "width", width) || !gst_structure_get_int(mask, "height", height)
+        || *width <= 0 || *height <= 0 || *width > 4096 || *height > 4096 || g_strcmp0(gst_structure_get_string(mask, "format"), "GRAY8") != 0)
+        return NULL;
+    const GValue *v = gst_structure_get_value(mask, "data");
+    GstBuffer *data = v && G_VALUE_HOLDS(v, GST_TYPE_BUFFER) ? gst_value_get_buffer(v) : NULL;
+    return data && gst_buffer_get_size(data) == (gsize)*width * (gsize)*height ? data : NULL;
+}
+
+gboolean sl_region_mask(const SLRegion *region, guint8 *out, gsize max) {
+    gint w = 0, h = 0;
+    GstBuffer *data = region->meta ? sl_mask_data(region->meta, &w, &h) : NULL;
+    if (!data || (gsize)w * (gsize)h > max) return FALSE;
+    return gst_buffer_extract(data, 0, out, (gsize)w * (gsize)h) == (gsize)w * (gsize)h;
 }
 
 void sl_buffer_add_region(GstBuffer *buffer, guint frame_width, guint frame_height, const SLRegion *region,
@@ -157,6 +183,8 @@ guint sl_buffer_get_regions(GstBuffer *buffer, guint frame_width, guint frame_he
                 r->landmark_count = gst_value_array_get_size(lp) / (guint)dims;
                 gst_structure_get_double(landmarks, "presence", &r->landmark_presence);
             }
+            gint mw = 0, mh = 0;
+            if (sl_mask_data(roi, &mw, &mh)) { r->mask_width = (guint)mw; r->mask_height = (guint)mh; }
         }
         n++;
     }

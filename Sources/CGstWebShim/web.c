@@ -60,6 +60,10 @@ struct SLWebTap {
     gint64 jpeg_last;                    // monotonic µs of the last frame pushed into it
     unsigned jpeg_fps;                   // the highest subscriber's rate
     guint64 encoded, jpegs;              // frames out of the VP8 and JPEG encoders, ever
+    unsigned frame_waiters;              // callers of sl_web_tap_next_frame waiting now
+    GstSample *frame;                    // the last frame taken for them
+    guint64 frame_generation;            // frames taken for them, ever
+    pthread_cond_t frame_taken;          // signalled with `lock` when one is
 
     // Held while subscribers are called and while the list changes.
     pthread_mutex_t callbacks;
@@ -217,12 +221,23 @@ static GstPadProbeReturn on_frame(GstPad *pad, GstPadProbeInfo *info, gpointer d
         jpeg = gst_object_ref(t->jpeg_src);
         t->jpeg_last = now;
     }
+    gboolean wanted = t->frame_waiters > 0;
     pthread_mutex_unlock(&t->lock);
-    if (!rtc && !jpeg) return GST_PAD_PROBE_OK; // nobody watching: a lock and two checks
+    if (!rtc && !jpeg && !wanted) return GST_PAD_PROBE_OK; // nobody watching: a lock and three checks
     GstCaps *caps = gst_pad_get_current_caps(pad);
     if (caps) {
         if (rtc) push_frame(rtc, buffer, caps);
         if (jpeg) push_frame(jpeg, buffer, caps);
+        if (wanted) {
+            GstSample *sample = gst_sample_new(buffer, caps, NULL, NULL); // a reference, no copy
+            pthread_mutex_lock(&t->lock);
+            GstSample *old = t->frame;
+            t->frame = sample;
+            t->frame_generation++;
+            pthread_cond_broadcast(&t->frame_taken);
+            pthread_mutex_unlock(&t->lock);
+            if (old) gst_sample_unref(old);
+        }
         gst_caps_unref(caps);
     }
     if (rtc) gst_object_unref(rtc);
@@ -789,6 +804,7 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
     pthread_mutex_init(&t->callbacks, NULL);
     pthread_mutex_init(&t->janitor_lock, NULL);
     pthread_cond_init(&t->janitor_wake, NULL);
+    pthread_cond_init(&t->frame_taken, NULL);
     t->sessions = g_ptr_array_new();
     t->subscribers = g_array_new(FALSE, TRUE, sizeof(Subscriber));
     pthread_create(&t->janitor, NULL, janitor_main, t);
@@ -797,6 +813,25 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
 }
 
 const char *sl_web_tap_point(SLWebTap *t) { return t->point; }
+
+void *sl_web_tap_next_frame(SLWebTap *t, unsigned timeout_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&t->lock);
+    t->frame_waiters++;
+    guint64 generation = t->frame_generation;
+    while (t->frame_generation == generation)
+        if (pthread_cond_timedwait(&t->frame_taken, &t->lock, &deadline) != 0) break;
+    GstSample *sample = t->frame_generation != generation && t->frame ? gst_sample_ref(t->frame) : NULL;
+    GstSample *drop = NULL;
+    if (--t->frame_waiters == 0) { drop = t->frame; t->frame = NULL; } // nobody waits: hold no frame
+    pthread_mutex_unlock(&t->lock);
+    if (drop) gst_sample_unref(drop);
+    return sample;
+}
 
 void sl_web_tap_free(SLWebTap *t) {
     if (!t) return;
@@ -820,6 +855,8 @@ void sl_web_tap_free(SLWebTap *t) {
     pthread_mutex_destroy(&t->callbacks);
     pthread_mutex_destroy(&t->janitor_lock);
     pthread_cond_destroy(&t->janitor_wake);
+    pthread_cond_destroy(&t->frame_taken);
+    if (t->frame) gst_sample_unref(t->frame);
     g_free(t->point);
     g_free(t);
 }

@@ -33,6 +33,15 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
         return UInt64(1_000_000_000 * Double(framerate.denominator) / Double(framerate.numerator))
     }
 
+    /// Encoded video (H.264, H.265…): `pixelFormat` is the caps' media type ("video/x-h264"),
+    /// the size what the caps say (0×0 when they don't), and a frame has no planes.
+    public init(encoded mediaType: String, width: Int, height: Int, framerate: (Int, Int)) {
+        self.init(pixelFormat: mediaType, width: width, height: height, framerate: framerate, strides: [], offsets: [], size: 0)
+    }
+
+    /// Encoded video: its frames are compressed access units, not pixels.
+    public var isEncoded: Bool { pixelFormat.contains("/") }
+
     public var description: String {
         "\(pixelFormat) \(width)x\(height) @ \(framerate.numerator)/\(framerate.denominator)"
     }
@@ -93,6 +102,8 @@ public struct RegionOfInterest: Sendable, Equatable {
     public var classifications: [Classification] = []
     /// Points a landmark model found on the region (lensclassify), frame pixels.
     public var landmarks: Landmarks?
+    /// The object's outline over the region's box (a segmentation decoder's), nil for a box alone.
+    public var mask: ObjectMask?
 
     /// One classifier's answer on a region (DL Streamer writes the same three fields in one
     /// structure per classification).
@@ -146,6 +157,7 @@ public struct RegionOfInterest: Sendable, Equatable {
         self.init(label: detection.label ?? "", labelId: detection.labelId, x: detection.box.xMin, y: detection.box.yMin,
                   width: detection.box.width, height: detection.box.height, confidence: detection.score,
                   keypoints: detection.keypoints)
+        mask = detection.mask
     }
 
     public var box: Box {
@@ -177,13 +189,22 @@ public struct Frame {
     /// Live sources: how long ago the frame was captured when it reached the stage, in
     /// nanoseconds (pipeline running time now minus the frame's); nil otherwise.
     public let ageOnArrival: UInt64?
+    /// Decoding time in nanoseconds: encoded video's, when the encoder reorders frames; nil
+    /// otherwise.
+    public let dts: UInt64?
+    /// False for a frame that needs earlier ones to be decoded (GStreamer's DELTA_UNIT flag):
+    /// encoded video's frames between keyframes. Raw video's frames are all keyframes.
+    public let keyframe: Bool
 
-    public init(format: VideoFormat, pts: UInt64?, duration: UInt64?, index: Int, pixels: any FramePixels, ageOnArrival: UInt64? = nil) {
+    public init(format: VideoFormat, pts: UInt64?, duration: UInt64?, index: Int, pixels: any FramePixels, ageOnArrival: UInt64? = nil,
+                dts: UInt64? = nil, keyframe: Bool = true) {
         self.format = format
         self.pts = pts
         self.duration = duration
         self.index = index
         self.pixels = pixels
         self.ageOnArrival = ageOnArrival
+        self.dts = dts
+        self.keyframe = keyframe
     }
 }

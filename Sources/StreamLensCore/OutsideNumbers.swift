@@ -72,6 +72,7 @@ public struct FrameBounds: Sendable, Equatable {
         let box = clamp(Box(xMin: number(b.xMin), yMin: number(b.yMin), xMax: number(b.xMax), yMax: number(b.yMax)))!
         var r = region
         r.box = box
+        if box != b { r.mask = region.mask?.cropped(from: b, to: box) }
         r.keypoints = clamp(keypoints: region.keypoints)
         if let landmarks = region.landmarks {
             let points = landmarks.points.compactMap { p -> [Double]? in

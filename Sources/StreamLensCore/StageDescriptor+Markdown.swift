@@ -10,7 +10,8 @@ extension StageDescriptor {
     public var markdown: String {
         var lines = ["# \(name)", "", summary, "", "```", "streamlens run '\(example)'", "```", ""]
         let output = isSink ? "none: a sink, it ends the pipeline" : capsPassthrough ? "the same as its input" : "its own"
-        lines.append("Input caps: `\(sinkCaps)`; output caps: \(output).")
+        lines.append("Input caps: `\(sinkCaps)`; output caps: \(output)."
+                     + (takesEncodedVideo ? " Encoded video: every frame is kept and passed on, whatever `mode` says (a dropped frame would spoil the ones after it until the next keyframe)." : ""))
         lines.append("")
         lines.append("## Properties")
         lines.append("")

@@ -39,6 +39,11 @@ public struct StageDescriptor: Sendable {
         self.keys = keys
     }
 
+    /// A stage of encoded video (its caps are not `video/x-raw`: lensrecord's H.264 after
+    /// h264parse): its frames are access units, none of which may be dropped (every later frame
+    /// until the next keyframe depends on it), so it is lossless whatever `mode` says.
+    public var takesEncodedVideo: Bool { !sinkCaps.hasPrefix("video/x-raw") }
+
     /// The full property table: the stage's own, then the bridge's (same for every stage).
     public var properties: [PropertySpec] { ownProperties + BridgeSettings.properties }
 }

@@ -71,7 +71,7 @@ final class SamplePixels: FramePixels {
     }
 
     private static func withCResults<R>(_ region: RegionOfInterest, _ body: (UnsafePointer<SLRegionResults>?) -> R) -> R {
-        guard !region.classifications.isEmpty || region.landmarks != nil else { return body(nil) }
+        guard !region.classifications.isEmpty || region.landmarks != nil || region.mask != nil else { return body(nil) }
         let c = region.classifications
         let names = c.map { strdup(RegionOfInterest.attributeName($0.name)) }, labels = c.map { strdup($0.label) }
         let landmarkName = strdup(region.landmarks?.name ?? "landmarks")
@@ -81,15 +81,18 @@ final class SamplePixels: FramePixels {
         let points = (region.landmarks?.points ?? []).filter { $0.count == dims }
         let flat = points.flatMap { $0 }
         let cNames = names.map { UnsafePointer($0) }, cLabels = labels.map { UnsafePointer($0) }
+        let mask = region.mask
         return cNames.withUnsafeBufferPointer { n in cLabels.withUnsafeBufferPointer { l in ids.withUnsafeBufferPointer { i in
-            confidences.withUnsafeBufferPointer { cf in flat.withUnsafeBufferPointer { p in
+            confidences.withUnsafeBufferPointer { cf in flat.withUnsafeBufferPointer { p in (mask?.values ?? []).withUnsafeBufferPointer { m in
                 var results = SLRegionResults(classification_count: guint(c.count), classification_names: n.baseAddress,
                                               classification_labels: l.baseAddress, classification_ids: i.baseAddress,
                                               classification_confidences: cf.baseAddress, landmark_count: guint(points.count),
                                               landmark_dims: guint(dims), landmarks: p.baseAddress, landmark_name: UnsafePointer(landmarkName),
-                                              landmark_presence: region.landmarks?.presence ?? -1)
+                                              landmark_presence: region.landmarks?.presence ?? -1,
+                                              mask_width: guint(mask?.width ?? 0), mask_height: guint(mask?.height ?? 0),
+                                              mask: mask == nil ? nil : m.baseAddress)
                 return withUnsafePointer(to: &results) { body($0) }
-            } }
+            } } }
         } } }
     }
 
@@ -176,6 +179,12 @@ final class SamplePixels: FramePixels {
                                          points: (0..<got).map { Array(values[($0 * d)..<($0 * d + d)]) },
                                          presence: r.landmark_presence >= 0 ? r.landmark_presence : nil)
             }
+            if r.mask_width > 0, r.mask_height > 0 {
+                var values = [UInt8](repeating: 0, count: Int(r.mask_width) * Int(r.mask_height))
+                if sl_region_mask(&r, &values, gsize(values.count)) != 0 {
+                    region.mask = ObjectMask(width: Int(r.mask_width), height: Int(r.mask_height), values: values)
+                }
+            }
             return bounds.clamp(region)
         }
     }
@@ -220,5 +229,21 @@ final class SamplePixels: FramePixels {
         gst_sample_unref(sample)
         sample = fresh
         return buffer
+    }
+}
+
+/// A frame seen outside a stage — a sample a pad probe took (the HTTP API's look at a point in
+/// the pipeline) — read as a stage reads its frames: its regions and records. Never written.
+public enum ObservedFrame {
+    /// Calls `body` with the frame of `sample` (a GstSample*, whose reference this takes); nil
+    /// when the sample has no buffer or no video caps. The frame's `index` is -1: a point in the
+    /// pipeline counts no frames.
+    public static func read<R>(takingSample sample: UnsafeMutableRawPointer, _ body: (Frame) -> R) -> R? {
+        let s = OpaquePointer(sample)
+        let pixels = SamplePixels(taking: s)
+        guard let caps = gst_sample_get_caps(s), let format = VideoFormat(caps: caps), let buffer = gst_sample_get_buffer(s) else { return nil }
+        pixels.frameSize = (format.width, format.height)
+        let pts = sl_buffer_pts(buffer)
+        return body(Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts), duration: nil, index: -1, pixels: pixels))
     }
 }

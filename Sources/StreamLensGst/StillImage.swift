@@ -6,13 +6,16 @@ import StreamLensCore
 /// A picture file (PNG, JPEG, anything decodebin reads) decoded by GStreamer itself, as packed
 /// 8-bit RGB: how a stage reads a style image without another image library.
 public enum StillImage {
-    /// Decodes the first frame of `path` scaled (stretched) to `width`×`height`.
-    /// Throws a `StageError` naming the file when it is missing or cannot be decoded.
-    public static func loadRGB(path: String, width: Int, height: Int) throws -> [UInt8] {
+    /// Decodes the first frame of `path` scaled to `width`×`height` (its aspect ratio kept with
+    /// black borders; `cover`: cut, centred, to that size's aspect ratio first, so it fills the
+    /// size as a background does). Throws a `StageError` naming the file when it is missing or
+    /// cannot be decoded.
+    public static func loadRGB(path: String, width: Int, height: Int, cover: Bool = false) throws -> [UInt8] {
         guard FileManager.default.fileExists(atPath: path) else { throw StageError("image \(path) not found") }
         try InputFile.check(path, what: "image")
         gst_init(nil, nil)
-        let description = "filesrc name=src ! decodebin ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=\(width),height=\(height),pixel-aspect-ratio=1/1 ! appsink name=sink sync=false max-buffers=1"
+        let crop = cover ? "aspectratiocrop aspect-ratio=\(width)/\(height) ! " : ""
+        let description = "filesrc name=src ! decodebin ! videoconvert ! \(crop)videoscale ! video/x-raw,format=RGB,width=\(width),height=\(height),pixel-aspect-ratio=1/1 ! appsink name=sink sync=false max-buffers=1"
         return try withHelperPipeline(description, cannotBuild: { "image \(path): cannot build a decoder (\($0))" },
                                       incomplete: "image \(path): decoder pipeline incomplete") { pipeline, src, sink in
             _ = sl_object_set_from_string(src, "location", path)

@@ -8,10 +8,16 @@ import StreamLensInference
 /// keypoints for MediaPipe's face mesh —, run through the model (the same asynchronous path as
 /// lensdetect's: `nireq` requests in flight), and decoded by the manifest's decoder:
 /// `classifier` (the best class, its confidence: a classification on the region, DL Streamer's
-/// structure) or `landmarks` (points mapped back to frame pixels). lensmetadata writes them,
-/// lensoverlay draws them.
+/// structure) or `landmarks` (points mapped back to frame pixels; with the manifest's
+/// `mask_output`, also the object's mask, mapped back onto the frame and put on the region,
+/// whose box grows to hold the crop). lensmetadata writes them, lensoverlay draws them.
 ///
 ///     streamlens run 'filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=2 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensclassify model=Models/face-mesh.json ! lensclassify model=Models/emotion.json ! lensmetadata location=- ! fakesink'
+///
+/// BlazePose's body landmarks and person mask, on the crop its detector's hip and full-body
+/// points make:
+///
+///     streamlens run 'filesrc location=.deps/media/astronaut.png ! pngdec ! imagefreeze num-buffers=1 ! videoconvert ! video/x-raw,format=RGB ! lensdetect model=Models/pose-detection.json draw=false ! lensclassify model=Models/pose-landmarks.json ! lensmetadata location=- ! fakesink'
 ///
 /// After a tracker (`lenstrack`), `interval=N` runs the model on each object every N-th frame
 /// only and keeps its last result in between (landmarks follow the object's box).
@@ -77,7 +83,7 @@ public final class ClassifyStage: Stage {
     private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
     private var cropTimes = TimingWindow()
-    private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0)
+    private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0, masks: 0)
     private var notices: [StageNotice] = []
 
     public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
@@ -196,20 +202,42 @@ public final class ClassifyStage: Stage {
         var regions = entry.frame.pixels.regionsOfInterest()
         var changed = Set<Int>()
         for (i, result, placement) in entry.results where regions.indices.contains(i) {
-            switch result {
-            case .classification(let c):
-                regions[i].classifications.removeAll { $0.name == c.name }
-                regions[i].classifications.append(c)
-            case .landmarks(let name, let points, let presence):
-                guard let points else { counts.absent += 1; continue }
-                regions[i].landmarks = .init(name: name, points: points.map { p in
-                    let f = placement.frame(p[0], p[1])
-                    return p.count > 2 ? [f.x, f.y, p[2] * placement.width] : [f.x, f.y]
-                }, presence: presence)
-            }
-            changed.insert(i)
+            if write(result, placement: placement, on: &regions[i]) { changed.insert(i) }
         }
         for i in changed.sorted() { entry.frame.pixels.updateRegionOfInterest(regions[i], at: i) }
+    }
+
+    /// One result on its region, in frame pixels; false when there is nothing to write.
+    private func write(_ result: RegionResult, placement: ObjectCrop.Placement, on region: inout RegionOfInterest) -> Bool {
+        switch result {
+        case .classification(let c):
+            region.classifications.removeAll { $0.name == c.name }
+            region.classifications.append(c)
+        case .landmarks(let name, let points, let presence):
+            guard let points else { counts.absent += 1; return false }
+            region.landmarks = .init(name: name, points: points.map { p in
+                let f = placement.frame(p[0], p[1])
+                return p.count > 2 ? [f.x, f.y, p[2] * placement.width] : [f.x, f.y]
+            }, presence: presence)
+        case .masked(let inner, let cropMask):
+            guard write(inner, placement: placement, on: &region) else { return false }
+            guard let source else { return true }
+            // A mask covers its region's box (ObjectMask), so either the mask is cut to the box
+            // or the box grows. Cut, BlazePose's mask would be lost almost whole: its detector's
+            // box is the face's, the body is below it. So the box grows to hold the crop (the
+            // union of the two, clamped to the frame, in whole pixels, as the meta keeps boxes)
+            // and the mask covers that; past the crop it is 0, as in MediaPipe's inverse warp.
+            let crop = placement.enclosingBox, own = region.box
+            let (width, height) = (Double(source.width), Double(source.height))
+            func inFrame(_ v: Double, _ limit: Double) -> Double { min(max(v, 0), limit) }
+            let box = Box(xMin: inFrame(min(own.xMin, crop.xMin), width).rounded(.down), yMin: inFrame(min(own.yMin, crop.yMin), height).rounded(.down),
+                          xMax: inFrame(max(own.xMax, crop.xMax), width).rounded(.up), yMax: inFrame(max(own.yMax, crop.yMax), height).rounded(.up))
+            guard box.width > 0, box.height > 0, let mask = placement.frameMask(cropMask, over: box) else { return true }
+            region.box = box
+            region.mask = mask
+            counts.masks += 1
+        }
+        return true
     }
 
     public func settingsChanged(_ settings: StageSettings) { live = LiveSettings(settings) }
@@ -234,6 +262,7 @@ public final class ClassifyStage: Stage {
         if counts.small > 0 { parts.append("\(counts.small) regions under min-size") }
         if counts.noKeypoints > 0 { parts.append("\(counts.noKeypoints) regions without the keypoints the crop turns by") }
         if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object") }
+        if counts.masks > 0 { parts.append("\(counts.masks) masks") }
         if let settings = model?.settings, !settings.isEmpty { parts.append(settings) }
         return parts.joined(separator: ", ")
     }

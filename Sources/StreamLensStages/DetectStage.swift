@@ -33,6 +33,8 @@ public final class DetectStage: Stage {
                          help: "whether overlapping boxes of different classes suppress each other (default per class: the manifest's, usually false)"),
             PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
                          help: "run the model every N-th frame; frames in between keep the last boxes, marked held (lenstrack after it moves them)"),
+            PropertySpec("mask-smoothing", .double(0...0.95), default: .double(0.5), live: true,
+                         help: "segmentation models: how much of the earlier frames' mask each frame's keeps (an exponential average of the coverage, per label; 0: each frame's own). Steadies a flickering outline; a fast move's outline lags by about smoothing/(1-smoothing) frames"),
             PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
             PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour: #rrggbb, class (a colour per label) or id (per object id)"),
             PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
@@ -53,6 +55,7 @@ public final class DetectStage: Stage {
     /// change): no string lookups per frame.
     struct LiveSettings {
         var interval: Int
+        var maskSmoothing: Double
         var draw: Bool
         var corner: Bool
         var painter: RegionPainter
@@ -60,6 +63,7 @@ public final class DetectStage: Stage {
         init(_ settings: StageSettings) throws {
             let coloring = try RegionPainter.coloring(property: settings.string("color"))
             interval = settings.int("interval")
+            maskSmoothing = settings.double("mask-smoothing")
             draw = settings.bool("draw")
             corner = settings.bool("overlay")
             // lensdetect always drew boxes and captions, not keypoints.
@@ -219,7 +223,34 @@ public final class DetectStage: Stage {
 
     /// Decoded detections (model space) as regions in frame pixels.
     private func regions(_ detections: [Detection], _ geometry: FrameGeometry) -> [RegionOfInterest] {
-        detections.map { RegionOfInterest(geometry.toFrame($0)) }
+        steadied(detections.map { RegionOfInterest(geometry.toFrame($0)) })
+    }
+
+    /// The last masks by label id (`mask-smoothing`), for labels with one region a frame.
+    private var earlierMasks: [Int: (box: Box, mask: ObjectMask)] = [:]
+
+    /// Masks averaged over frames (`mask-smoothing`): a label's one mask blended with its last
+    /// blend. Labels with several regions (instances) are left as they are: which earlier mask
+    /// is whose is a tracker's question.
+    private func steadied(_ regions: [RegionOfInterest]) -> [RegionOfInterest] {
+        guard live.maskSmoothing > 0, regions.contains(where: { $0.mask != nil }) else {
+            earlierMasks = [:]
+            return regions
+        }
+        var out = regions, next: [Int: (box: Box, mask: ObjectMask)] = [:]
+        let counts = Dictionary(regions.map { ($0.labelId, 1) }, uniquingKeysWith: +)
+        for i in out.indices where counts[out[i].labelId] == 1 {
+            guard let mask = out[i].mask else { continue }
+            if let e = earlierMasks[out[i].labelId] {
+                let (union, blended) = mask.blended(over: out[i].box, with: e.mask, over: e.box, weight: 1 - live.maskSmoothing)
+                let (box, trimmed) = blended.trimmed(over: union) ?? (union, blended)
+                out[i].box = box
+                out[i].mask = trimmed
+            }
+            next[out[i].labelId] = (out[i].box, out[i].mask!)
+        }
+        earlierMasks = next
+        return out
     }
 
     /// The frame's regions (`last`) attached, drawn, written; the frame's time in the stage

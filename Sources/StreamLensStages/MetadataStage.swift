@@ -43,7 +43,7 @@ public final class MetadataStage: Stage {
         let regions = frame.pixels.regionsOfInterest()
         if publish == "regions" && regions.isEmpty { return .forward }
         if publish == "events" && frame.pixels.events().isEmpty { return .forward }
-        guard let record = MetadataWriter.record(regions, frame: frame, encoder: encoder) else { return .forward }
+        guard let record = MetadataRecord.line(regions, frame: frame, encoder: encoder) else { return .forward }
         notices += sink.take(record)
         return .forward
     }

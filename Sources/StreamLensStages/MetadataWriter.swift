@@ -1,8 +1,8 @@
 import Foundation
 import StreamLensCore
 
-/// Writes each frame's regions of interest as one JSON Lines record (schema in
-/// docs/metadata.md; `schemaVersion` on every line). The one writer behind `lensmetadata`'s
+/// Writes each frame's regions of interest as one JSON Lines record (`MetadataRecord`; schema in
+/// docs/metadata.md, `schema_version` on every line). The one writer behind `lensmetadata`'s
 /// files (its record sink for paths, `file://` and `-`) and lensdetect's `metadata` shortcut.
 ///
 /// The file is checked when the stage starts and created (truncated) at the first frame, so a
@@ -11,13 +11,6 @@ import StreamLensCore
 /// file's own queue (FileWriter): a reader that stalls costs records (dropped, counted, one
 /// warning), never frames.
 final class MetadataWriter {
-    /// Version 1 had no `schema_version` key and only label, score, x, y, width, height and
-    /// keypoints per detection; version 2 adds the frame's size, label_id, object_id and
-    /// attributes (and omits score when the producer gave none).
-    /// Version 3 adds each region's `estimate` (held, predicted), `classifications` and
-    /// `landmarks` and the frame's `events` and `zones`.
-    static let schemaVersion = 3
-
     private var writer: FileWriter?
     /// The file, until it is created at the first frame.
     private var pendingPath: String?
@@ -43,73 +36,10 @@ final class MetadataWriter {
         pendingPath = location
     }
 
-    struct Line: Encodable {
-        var schemaVersion: Int
-        var time: Double?
-        var frame: Int
-        var width: Int
-        var height: Int
-        var detections: [Region]
-        var events: [FrameEvent]?
-        var zones: [ZoneReading]?
-        enum CodingKeys: String, CodingKey {
-            case schemaVersion = "schema_version"
-            case time, frame, width, height, detections, events, zones
-        }
-    }
-
-    struct Region: Encodable {
-        var label: String
-        var labelId: Int
-        var score: Double?
-        var x, y, width, height: Double   // frame pixels
-        var keypoints: [[Double]]         // [x, y] in frame pixels
-        var objectId: Int
-        var attributes: [String: String]?
-        var estimate: String?
-        var classifications: [RegionOfInterest.Classification]?
-        var landmarks: RegionOfInterest.Landmarks?
-        enum CodingKeys: String, CodingKey {
-            case label, score, x, y, width, height, keypoints, attributes, estimate, classifications, landmarks
-            case labelId = "label_id"
-            case objectId = "object_id"
-        }
-
-        /// A region as the records write it (pixels to 0.1, scores to 1e-4): lensmetadata's
-        /// lines and lenssnapshot's files beside each picture.
-        init(_ r: RegionOfInterest) {
-            func r1(_ v: Double) -> Double { (v * 10).rounded() / 10 }
-            self.init(label: r.label, labelId: r.labelId, score: r.confidence.map { ($0 * 1e4).rounded() / 1e4 },
-                      x: r1(r.x), y: r1(r.y), width: r1(r.width), height: r1(r.height),
-                      keypoints: r.keypoints.map { [r1($0.x), r1($0.y)] }, objectId: r.objectId,
-                      attributes: r.attributes.isEmpty ? nil : r.attributes, estimate: r.estimate?.rawValue,
-                      classifications: r.classifications.isEmpty ? nil : r.classifications.map { c in
-                          var c = c
-                          c.confidence = (c.confidence * 1e4).rounded() / 1e4
-                          return c
-                      },
-                      landmarks: r.landmarks.map { l in
-                          var l = l
-                          l.points = l.points.map { $0.map(r1) }
-                          l.presence = l.presence.map { ($0 * 1e4).rounded() / 1e4 }
-                          return l
-                      })
-        }
-
-        init(label: String, labelId: Int, score: Double?, x: Double, y: Double, width: Double, height: Double, keypoints: [[Double]],
-             objectId: Int, attributes: [String: String]?, estimate: String?, classifications: [RegionOfInterest.Classification]?,
-             landmarks: RegionOfInterest.Landmarks?) {
-            self.label = label; self.labelId = labelId; self.score = score
-            self.x = x; self.y = y; self.width = width; self.height = height
-            self.keypoints = keypoints; self.objectId = objectId; self.attributes = attributes; self.estimate = estimate
-            self.classifications = classifications; self.landmarks = landmarks
-        }
-    }
-
     /// Queues the record for one frame (never waits: the file's own queue writes it); notices
     /// when records are dropped (the first time) or writing failed (then nothing more is written).
     func write(_ regions: [RegionOfInterest], frame: Frame) -> [StageNotice] {
-        guard let data = Self.record(regions, frame: frame, encoder: encoder) else { return [] }
+        guard let data = MetadataRecord.line(regions, frame: frame, encoder: encoder) else { return [] }
         return take(data)
     }
 
@@ -157,16 +87,6 @@ final class MetadataWriter {
 
 
     /// One frame's record, newline included: the line of the file, what every record sink takes.
-    static func record(_ regions: [RegionOfInterest], frame: Frame, encoder: JSONEncoder) -> Data? {
-        var line = Line(schemaVersion: Self.schemaVersion, time: frame.pts.map { Double($0) / 1e9 }, frame: frame.index,
-                        width: frame.format.width, height: frame.format.height, detections: regions.map(Region.init))
-        let events = frame.pixels.events(), zones = frame.pixels.zones()
-        line.events = events.isEmpty ? nil : events
-        line.zones = zones.isEmpty ? nil : zones
-        guard var data = try? encoder.encode(line) else { return nil }
-        data.append(0x0A)
-        return data
-    }
 }
 
 /// lensmetadata's sink for files: a path (or `file://PATH`), `-` for standard output.

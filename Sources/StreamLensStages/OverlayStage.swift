@@ -21,6 +21,8 @@ public final class OverlayStage: Stage {
             PropertySpec("labels", .bool, default: .bool(true), live: true, help: "draw each region's label, object id and score"),
             PropertySpec("keypoints", .bool, default: .bool(true), live: true, help: "draw each region's keypoints"),
             PropertySpec("attributes", .bool, default: .bool(true), live: true, help: "draw each region's attributes under its box"),
+            PropertySpec("masks", .double(0...1), default: .double(0.4), live: true,
+                         help: "how opaque each region's mask (a segmentation model's outline) is painted in the region's colour, by class or id as color says (0: not drawn)"),
             PropertySpec("zones", .bool, default: .bool(true), live: true,
                          help: "draw the zones frames carry (lenszone's lines and areas, with their names and counts)"),
             PropertySpec("overlay", .bool, default: .bool(false), live: true,
@@ -41,7 +43,8 @@ public final class OverlayStage: Stage {
         init(_ settings: StageSettings) throws {
             let coloring = try RegionPainter.coloring(property: settings.string("color"))
             painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), labels: settings.bool("labels"),
-                                    keypoints: settings.bool("keypoints"), attributes: settings.bool("attributes"))
+                                    keypoints: settings.bool("keypoints"), attributes: settings.bool("attributes"),
+                                    maskOpacity: settings.double("masks"))
             corner = settings.bool("overlay")
             zones = settings.bool("zones")
         }

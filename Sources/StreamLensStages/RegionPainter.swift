@@ -25,6 +25,8 @@ struct RegionPainter {
     var labels = true
     var keypoints = true
     var attributes = true
+    /// How opaque a region's mask is painted in its colour (0: masks not drawn).
+    var maskOpacity = 0.4
 
     /// The `color` property: `#rrggbb`, `class` or `id`; a StageError naming it otherwise.
     static func coloring(property text: String) throws -> Coloring {
@@ -65,11 +67,45 @@ struct RegionPainter {
     /// says (that is the boxes').
     static let lineColor = (1.0, 0.85, 0.0), areaColor = (0.0, 0.9, 1.0)
 
+    /// Each region's mask tinted in the region's colour (`maskOpacity`), under everything else.
+    private func paintMasks(_ regions: [RegionOfInterest], on frame: Frame) {
+        let f = frame.format
+        let bpp = f.pixelFormat.count == 3 ? 3 : 4
+        let bgr = f.pixelFormat.hasPrefix("B")
+        let a = Int((min(1, maskOpacity) * 256).rounded())
+        guard regions.contains(where: { $0.mask != nil }) else { return }
+        var outline = OutlineRaster(width: f.width, height: f.height)  // one for every region of the frame
+        for region in regions {
+            guard let mask = region.mask else { continue }
+            outline.clear()
+            outline.add(box: region.box, mask: mask)
+            guard !outline.isEmpty else { continue }
+            let c = color(of: region)
+            let rgb = [c.0, c.1, c.2].map { Int(($0 * 255).rounded()) }
+            let tint = bgr ? [rgb[2], rgb[1], rgb[0]] : rgb
+            frame.pixels.withMutableBytes { bytes in
+                guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+                outline.weights.withUnsafeBufferPointer { w in
+                    for y in outline.y0..<outline.y1 {
+                        let row = base + y * f.strides[0]
+                        for x in outline.x0..<outline.x1 where w[y * f.width + x] != 0 {
+                            for k in 0..<3 {
+                                let p = row + x * bpp + k
+                                p.pointee = UInt8((Int(p.pointee) * (256 - a) + tint[k] * a) >> 8)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Draws on the frame (a writable map); nothing when there is nothing to draw. `zones`
     /// (lenszone's, from the frame) go under the boxes: each line or polygon outline, and its
     /// name and counts by its first point.
     func paint(_ regions: [RegionOfInterest], zones: [ZoneReading] = [], on frame: Frame, corner: String? = nil) {
         guard !regions.isEmpty || !zones.isEmpty || corner != nil else { return }
+        if maskOpacity > 0 { paintMasks(regions, on: frame) }
         frame.pixels.withMutableBytes { bytes in
             guard let canvas = FrameCanvas(pixels: bytes, width: frame.format.width, height: frame.format.height,
                                            stride: frame.format.strides[0], pixelFormat: frame.format.pixelFormat) else { return }

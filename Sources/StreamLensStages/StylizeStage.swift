@@ -24,7 +24,11 @@ import Synchronization
 ///
 ///     streamlens run 'filesrc location=in.mp4 ! decodebin ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensstylize model=Models/mosaic.json regions=outside ! videoconvert ! autovideosink'
 ///
-/// Live: strength, smoothing, regions, labels and feather apply from the next frame; a new
+/// Steady video: `temporal=blend` (the default) blends each output with the previous one moved
+/// along the input's motion (MotionBlend), so the marks stay on the surfaces they paint instead
+/// of crawling; `temporal=off` paints every frame on its own.
+///
+/// Live: strength, temporal, smoothing, regions, labels and feather apply from the next frame; a new
 /// model, style image, device or precision is loaded in the background while frames keep
 /// flowing through the current one, and replaces it between two frames (or is refused with a
 /// warning, keeping the current one).
@@ -41,13 +45,15 @@ public final class StylizeStage: Stage {
                          help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
             PropertySpec("strength", .double(0...1), default: .double(1), live: true,
                          help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
-            PropertySpec("smoothing", .double(0...0.95), default: .double(0), live: true,
-                         help: "weight of the previous stylized frame, against flicker on still scenes (0: off; reset on scene changes)"),
+            PropertySpec("temporal", .choice(TemporalMode.allCases.map(\.rawValue)), default: .string(TemporalMode.blend.rawValue), live: true,
+                         help: "against flicker on video: blend (each output blended with the previous one moved along the input's motion, optical flow at the inference size, wherever that motion explains the input) or off (every frame painted on its own)"),
+            PropertySpec("smoothing", .double(0...0.95), default: .double(0.6), live: true,
+                         help: "with temporal=blend: weight of the previous output where the motion holds (0: off; higher is steadier, slower to follow a change of look)"),
             PropertySpec("regions", .choice(["all"] + RegionMask.Side.allCases.map(\.rawValue)), default: .string("all"), live: true,
                          help: "where to stylize: all (the whole frame), inside the regions of interest reaching the stage (e.g. lensdetect draw=false before it; a frame without one goes on untouched, the model not run), or outside them"),
             LabelFilter.property("with regions=inside|outside: only regions of these labels", live: true),
             PropertySpec("feather", .int(0...1000), default: .int(8), live: true,
-                         help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge (0: hard edge)"),
+                         help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge, or centred on the outline of a region with a mask (0: hard edge)"),
             PropertySpec("inference-size", .string, default: .string(""),
                          help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
             PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
@@ -58,13 +64,17 @@ public final class StylizeStage: Stage {
             KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),
             KeyBinding(["d"], .cycle(property: "device", values: ["CPU", "GPU", "NPU", "AUTO"]),
                        help: "next device (one not present is refused with a warning; the next press goes on from it)"),
-            KeyBinding(["s"], .cycle(property: "smoothing", values: ["0", "0.5", "0.8"]), help: "smoothing: off, 0.5, 0.8"),
+            KeyBinding(["t"], .cycle(property: "temporal", values: TemporalMode.allCases.map(\.rawValue)), help: "temporal: blend, off"),
+            KeyBinding(["s"], .cycle(property: "smoothing", values: ["0.3", "0.6", "0.8"]), help: "smoothing (with temporal=blend): 0.3, 0.6, 0.8"),
             KeyBinding(["r"], .cycle(property: "regions", values: ["all", "inside", "outside"]), help: "regions: all, inside, outside"),
         ])
 
     /// The properties read on every frame, decoded once (at start and on each live change).
+    enum TemporalMode: String, CaseIterable { case blend, off }
+
     struct LiveSettings {
         var strength: Double
+        var temporal: TemporalMode
         var smoothing: Double
         /// nil: the whole frame (regions=all).
         var regions: RegionMask.Side?
@@ -73,6 +83,7 @@ public final class StylizeStage: Stage {
         var feather: Int
         init(_ settings: StageSettings) {
             strength = settings.double("strength")
+            temporal = TemporalMode(rawValue: settings.string("temporal")) ?? .blend
             smoothing = settings.double("smoothing")
             regions = RegionMask.Side(rawValue: settings.string("regions"))
             labels = LabelFilter(settings)
@@ -85,8 +96,8 @@ public final class StylizeStage: Stage {
         /// while it waits for its output.
         func coverage(of frame: Frame) -> Coverage {
             guard let regions else { return .whole }
-            let boxes = frame.pixels.regionsOfInterest().filter { labels.admits($0.label) }.map(\.box)
-            let mask = RegionMask(boxes: boxes, side: regions, feather: feather, width: frame.format.width, height: frame.format.height)
+            let kept = frame.pixels.regionsOfInterest().filter { labels.admits($0.label) }.map { (box: $0.box, mask: $0.mask) }
+            let mask = RegionMask(regions: kept, side: regions, feather: feather, width: frame.format.width, height: frame.format.height)
             if !mask.boxes.isEmpty { return .masked(mask) }
             return regions == .inside ? .nothing : .whole // outside of nothing: the whole frame
         }
@@ -109,22 +120,20 @@ public final class StylizeStage: Stage {
     private var notices: [StageNotice] = []
 
     private var format: VideoFormat?
-    /// The frame shrunk to the inference size, in the model's channel order, and the previous one.
+    /// The frame shrunk to the inference size, in the model's channel order.
     private var small: [UInt8] = []
-    private var previousSmall: [UInt8] = []
-    /// The model's output as packed RGB, and its running average when smoothing.
+    /// The model's output as packed RGB.
     private var styled: [UInt8] = []
     private var styledSize = (width: 0, height: 0)
-    private var history: [Float] = []
-    /// Mean absolute change (0…255) of the shrunk frame above which smoothing starts afresh.
-    static let sceneChange = 12.0
+    /// temporal=blend: the previous output and input, and the blend along the motion between inputs.
+    private var motion = MotionBlend(weight: 0)
 
     /// Frames that went on untouched because no region matched (regions=inside).
     private var framesWithoutRegions = 0
     private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
     private var frameTimes = TimingWindow()
-    private var shrinkTimes = TimingWindow(), convertTimes = TimingWindow(), blendTimes = TimingWindow()
+    private var shrinkTimes = TimingWindow(), convertTimes = TimingWindow(), blendTimes = TimingWindow(), temporalTimes = TimingWindow()
     /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
     private var startupMilliseconds = (style: 0.0, compile: 0.0)
 
@@ -158,8 +167,7 @@ public final class StylizeStage: Stage {
         let started = DispatchTime.now().uptimeNanoseconds
         _ = try stylizer.model(width: inferenceSize(format).width, height: inferenceSize(format).height)
         if startupMilliseconds.compile == 0 { startupMilliseconds.compile = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6 }
-        history = []
-        previousSmall = []
+        motion.reset()
     }
 
     private func inferenceSize(_ format: VideoFormat) -> (width: Int, height: Int) {
@@ -203,7 +211,7 @@ public final class StylizeStage: Stage {
         // The shrunk picture is copied into the request (or sent) now; the frame waits, in
         // order, for its output (finishOldest).
         let waiting = Waiting(frame: frame, output: compiled.output, outputShape: compiled.model.outputs[compiled.output].shape,
-                              decoding: stylizer.output, small: small, strength: strength, mask: mask, layout: frameLayout,
+                              decoding: stylizer.output, small: small, smallSize: size, strength: strength, mask: mask, layout: frameLayout,
                               start: start, sent: inferStart)
         do {
             try small.withUnsafeBytes { try queue.submit(compiled.model, pixels: $0, context: waiting) }
@@ -214,7 +222,7 @@ public final class StylizeStage: Stage {
     }
 
     /// Frames waiting for their stylized picture, oldest first (local infer requests or a
-    /// server's), each with its shrunk picture (smoothing compares consecutive ones).
+    /// server's), each with its shrunk picture (temporal=blend follows the motion between consecutive ones).
     private let queue = InferenceQueue<Waiting>()
     private struct Waiting {
         var frame: Frame
@@ -223,6 +231,7 @@ public final class StylizeStage: Stage {
         /// The manifest's output description: a stylizer swapped meanwhile has its own.
         var decoding: ModelManifest.ImageOutput
         var small: [UInt8]
+        var smallSize: (width: Int, height: Int)
         var strength: Double
         /// Where to blend: the frame's regions as they were when it arrived (nil: everywhere).
         var mask: RegionMask?
@@ -242,9 +251,11 @@ public final class StylizeStage: Stage {
         case .outputs(let outputs, _):
             let convertStart = DispatchTime.now().uptimeNanoseconds
             outputs[waiting.output].values.withUnsafeBufferPointer { writeStyled($0, shape: waiting.outputShape, as: waiting.decoding) }
+            let convertEnd = DispatchTime.now().uptimeNanoseconds
             small = waiting.small
+            let temporal = steady(inputSize: waiting.smallSize)
             finish(waiting.frame, strength: waiting.strength, mask: waiting.mask, layout: waiting.layout,
-                   times: (waiting.start, waiting.sent, convertStart))
+                   times: (waiting.start, waiting.sent, convertStart, convertEnd, temporal))
             return .forward
         case .notAsked, .serverAway, .lost:
             return .forward // unstylized
@@ -257,20 +268,18 @@ public final class StylizeStage: Stage {
     private func writeStyled(_ values: UnsafeBufferPointer<Float>, shape: [Int], as output: ModelManifest.ImageOutput) {
         let planar = output.layout == .nchw
         guard let (w, h) = FloatImage.size(ofShape: shape, planar: planar) else { return }
-        if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3); history = [] }
+        if styled.count != w * h * 3 { styled = [UInt8](repeating: 0, count: w * h * 3) }
         styledSize = (w, h)
         let image = FloatImage(values: values, width: w, height: h, planar: planar, bgr: output.colorOrder == .bgr,
                                low: Float(output.valueRange[0]), high: Float(output.valueRange[1]))
         styled.withUnsafeMutableBufferPointer { image.writeRGB(into: $0) }
     }
 
-    /// Smoothing, then the stylized picture scaled and blended onto the frame (through the mask,
-    /// when limited to regions); the frame's times.
+    /// The stylized picture scaled and blended onto the frame (through the mask, when limited to
+    /// regions); the frame's times.
     private func finish(_ frame: Frame, strength: Double, mask: RegionMask?, layout frameLayout: PackedRGBLayout,
-                        times: (start: UInt64, inferStart: UInt64, convertStart: UInt64)) {
+                        times: (start: UInt64, inferStart: UInt64, convertStart: UInt64, convertEnd: UInt64, temporal: UInt64?)) {
         let format = frame.format
-        let inferEnd = DispatchTime.now().uptimeNanoseconds
-        smooth()
         let blendStart = DispatchTime.now().uptimeNanoseconds
         frame.pixels.withMutableBytes { bytes in
             styled.withUnsafeMutableBytes { styledBytes in
@@ -287,33 +296,31 @@ public final class StylizeStage: Stage {
         inferenceMetrics.observe(milliseconds: Double(times.convertStart - times.inferStart) / 1e6)
         frameTimes.record(Double(end - times.start) / 1e6)
         shrinkTimes.record(Double(times.inferStart - times.start) / 1e6)
-        convertTimes.record(Double(inferEnd - times.convertStart) / 1e6)
+        convertTimes.record(Double(times.convertEnd - times.convertStart) / 1e6)
         blendTimes.record(Double(end - blendStart) / 1e6)
+        if let temporal = times.temporal { temporalTimes.record(Double(temporal) / 1e6) }
         latency.add(milliseconds: Double(end - times.start) / 1e6)
     }
 
-    /// Temporal smoothing: an exponential average of the stylized frames while the scene stays
-    /// still (the shrunk input changes by less than `sceneChange`), started afresh otherwise.
-    private func smooth() {
-        let weight = Float(live.smoothing)
-        defer { swap(&previousSmall, &small) }
-        guard weight > 0 else { history = []; return }
-        let still = previousSmall.count == small.count && history.count == styled.count
-            && previousSmall.withUnsafeBytes({ a in small.withUnsafeBytes { b in Resampling.meanAbsoluteDifference(a, b, step: 7) } }) < Self.sceneChange
-        if !still {
-            history = styled.map(Float.init)
-            return
+    /// temporal=blend: the new output blended with the previous one moved along the motion
+    /// between their inputs (MotionBlend); before strength and regions, so both still apply
+    /// as they are set. Off (or smoothing 0) forgets the past, so turning it on starts afresh.
+    /// Returns the time it took (nil when off).
+    private func steady(inputSize: (width: Int, height: Int)) -> UInt64? {
+        guard live.temporal == .blend, live.smoothing > 0, styled.count == styledSize.width * styledSize.height * 3,
+              small.count == inputSize.width * inputSize.height * 3 else {
+            motion.reset()
+            return nil
         }
-        let keep = weight, take = 1 - weight
-        history.withUnsafeMutableBufferPointer { h in
-            styled.withUnsafeMutableBufferPointer { s in
-                for i in 0..<s.count {
-                    let v = h[i] * keep + Float(s[i]) * take
-                    h[i] = v
-                    s[i] = UInt8(min(255, v + 0.5))
-                }
+        let started = DispatchTime.now().uptimeNanoseconds
+        motion.weight = Float(live.smoothing)
+        small.withUnsafeBytes { input in
+            styled.withUnsafeMutableBufferPointer { output in
+                motion.apply(input: input, width: inputSize.width, height: inputSize.height,
+                             output: output, outputWidth: styledSize.width, outputHeight: styledSize.height)
             }
         }
+        return DispatchTime.now().uptimeNanoseconds - started
     }
 
     public func settingsChanged(_ settings: StageSettings) {
@@ -383,12 +390,12 @@ public final class StylizeStage: Stage {
             switch result {
             case .stylizer(let handoff):
                 stylizer = handoff.stylizer
-                history = []
+                motion.reset()
                 notices.append(StageNotice(.info, String(format: "now using %@ (loaded in %.0f ms)", describe(configuration), ms)))
             case .style(let vector, let image):
                 do {
                     try stylizer.setStyle(vector: vector, image: image, requested: configuration.styleImage)
-                    history = []
+                    motion.reset()
                     notices.append(StageNotice(.info, String(format: "now copying the style of %@ (%.0f ms)", image, ms)))
                 } catch {
                     refused(configuration, "\(error)")
@@ -440,8 +447,9 @@ public final class StylizeStage: Stage {
         guard !frameTimes.isEmpty else { return unmatched.isEmpty ? nil : unmatched }
         func median(_ v: TimingWindow) -> Double { v.median ?? 0 }
         let size = format.map(inferenceSize).map { "\($0.width)x\($0.height)" } ?? "?"
-        let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
-                          median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), median(blendTimes), frameTimes.count,
+        let temporal = temporalTimes.isEmpty ? "" : String(format: ", temporal %.1f", median(temporalTimes))
+        let text = String(format: "%.1f ms a frame: shrink %.1f, inference %.1f at %@, output %.1f%@, scale+blend %.1f (medians of %d); start-up: model and style %.0f ms, compile %.0f ms",
+                          median(frameTimes), median(shrinkTimes), median(inferenceTimes), size, median(convertTimes), temporal, median(blendTimes), frameTimes.count,
                           startupMilliseconds.style, startupMilliseconds.compile)
         return [text, unmatched, stylizer.settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: "; ")
     }

@@ -64,6 +64,13 @@ public final class WebTap: Sendable {
         return sl_web_tap_whep_end(handle.pointer, s)
     }
 
+    /// The next frame to pass the point, waited for up to `timeout` s (blocks: not on the HTTP
+    /// thread): a GstSample* (its buffer by reference, and caps) the caller owns; nil when none
+    /// came in time.
+    public func nextFrame(timeout: Double) -> UnsafeMutableRawPointer? {
+        sl_web_tap_next_frame(handle.pointer, UInt32(max(0, min(60, timeout)) * 1000))
+    }
+
     /// WebRTC sessions open, and of them those connected.
     public var viewers: (open: Int, connected: Int) {
         var up: UInt32 = 0

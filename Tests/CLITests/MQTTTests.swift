@@ -24,7 +24,7 @@ struct MQTTTests {
         #expect(messages.count == 60)
         #expect(messages.compactMap { $0["frame"] as? Int } == Array(0..<60))
         for m in messages {
-            #expect(m["schema_version"] as? Int == 3)
+            #expect(m["schema_version"] as? Int == 4)
             let faces = (m["detections"] as? [[String: Any]]) ?? []
             #expect(faces.count == 1)
             guard let f = faces.first, let x = f["x"] as? Double, let y = f["y"] as? Double, let w = f["width"] as? Double else {

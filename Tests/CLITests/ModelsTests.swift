@@ -199,6 +199,78 @@ import Testing
         #expect(noCatalogue.status == 2 && noCatalogue.stderr.contains("catalogue /nonexistent/catalogue.json not found"), "\(noCatalogue.stderr)")
     }
 
+    /// A file taken out of an archive with a transform ("tflite-transpose-conv"): installed as the
+    /// transform's output, checked against the catalogue's size and sha256 of that output. A member
+    /// the transform refuses installs nothing; an unknown transform name is a bad catalogue.
+    @Test func aTransformRewritesAnArchiveMember() throws {
+        let lab = try Lab()
+        let tool = CLI.packageRoot.appendingPathComponent("tools/tflite_transpose_conv.py").path
+        // The smallest model with MediaPipe's custom op: x [1,2,2,1] -> y [1,4,4,1] (weights
+        // [1,2,2,1], bias [1], custom options padding 2 = VALID, strides 2x2), written with the
+        // tool's flatbuffer builder (field ids of TFLite's schema.fbs), zipped with vec.bin.
+        let make = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import struct, sys, zipfile
+            sys.path.insert(0, sys.argv[1])
+            from tflite_transpose_conv import Builder
+            b = Builder(b"")
+            buffers = [b.table({})] + [b.table({0: ("ref", b.bytes_vector(d))}) for d in (struct.pack("<4f", 1, 2, 3, 4), struct.pack("<f", 0.5))]
+            def tensor(shape, buffer, name):
+                return b.table({0: ("ref", b.vector("i", shape)), 2: ("I", buffer), 3: ("ref", b.string(name))})
+            tensors = [tensor([1, 2, 2, 1], 0, "x"), tensor([1, 2, 2, 1], 1, "w"), tensor([1], 2, "b"), tensor([1, 4, 4, 1], 0, "y")]
+            op = b.table({0: ("I", 0), 1: ("ref", b.vector("i", [0, 1, 2])), 2: ("ref", b.vector("i", [3])),
+                          5: ("ref", b.bytes_vector(struct.pack("<3i", 2, 2, 2), 4))})
+            graph = b.table({0: ("ref", b.refs(tensors)), 1: ("ref", b.vector("i", [0])), 2: ("ref", b.vector("i", [3])), 3: ("ref", b.refs([op]))})
+            code = b.table({0: ("b", 32), 1: ("ref", b.string("Convolution2DTransposeBias")), 3: ("i", 32)})
+            model = b.table({0: ("I", 3), 1: ("ref", b.refs([code])), 2: ("ref", b.refs([graph])), 4: ("ref", b.refs(buffers))})
+            with open(sys.argv[2] + "/tiny.tflite", "wb") as f:
+                f.write(b.finish(model, b"TFL3"))
+            with zipfile.ZipFile(sys.argv[2] + "/seg-1.0-py3-none-any.whl", "w", zipfile.ZIP_DEFLATED) as z:
+                z.write(sys.argv[2] + "/tiny.tflite", "seg/tiny.tflite")
+                z.write(sys.argv[2] + "/vec.bin", "seg/vec.bin")
+            """, CLI.packageRoot.appendingPathComponent("tools").path, lab.files.path])
+        try #require(make.status == 0, "\(make.stderr)")
+        let rewrite = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), [tool, lab.files.appendingPathComponent("tiny.tflite").path,
+                                                                                lab.files.appendingPathComponent("rewritten.tflite").path])
+        try #require(rewrite.status == 0, "\(rewrite.stderr)")
+        #expect(rewrite.stderr.contains("Convolution2DTransposeBias -> TRANSPOSE_CONV v3 (VALID, stride 2x2, output [1, 4, 4, 1], bias as input 4)"),
+                "\(rewrite.stderr)")
+
+        func catalogue(_ transform: String, member: String = "seg/tiny.tflite") throws -> String {
+            let zip = "seg-1.0-py3-none-any.whl"
+            let json: [String: Any] = [
+                "schema_version": 1,
+                "archives": [["name": zip, "size": try lab.size(zip), "sha256": try lab.sha256(zip), "urls": [lab.url("good", zip)]]],
+                "models": [[
+                    "name": "demo", "description": "a rewritten model", "licence": "CC0-1.0",
+                    "files": [["name": "tiny.tflite", "size": try lab.size("rewritten.tflite"), "sha256": try lab.sha256("rewritten.tflite"),
+                               "archive": zip, "member": member, "transform": transform]],
+                ]],
+            ]
+            let path = lab.dir.appendingPathComponent("catalogue-\(UUID().uuidString.prefix(6)).json").path
+            try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+
+        let r = try lab.models(["fetch", "demo"], catalogue: try catalogue("tflite-transpose-conv"))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(lab.installed == ["demo/tiny.tflite"], "\(lab.installed)")
+        #expect(lab.installedBytes("tiny.tflite") == lab.original("rewritten.tflite"))
+        #expect(lab.original("rewritten.tflite") != lab.original("tiny.tflite"))
+        let verify = try lab.models(["verify"], catalogue: try catalogue("tflite-transpose-conv"))
+        #expect(verify.status == 0 && verify.stdout.contains("demo: ok (1 files, sha256 checked)"), "\(verify.stdout)")
+
+        try FileManager.default.removeItem(at: lab.store)
+        let refused = try lab.models(["fetch", "demo"], catalogue: try catalogue("tflite-transpose-conv", member: "seg/vec.bin"))
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("tiny.tflite: transform tflite-transpose-conv of seg/vec.bin from seg-1.0-py3-none-any.whl failed: "
+                                        + "not a TFLite model (no TFL3 file identifier)"), "\(refused.stderr)")
+        #expect(lab.installed.isEmpty, "\(lab.installed)")
+
+        let unknown = try lab.models(["list"], catalogue: try catalogue("tflite-nope"))
+        #expect(unknown.status == 2 && unknown.stderr.contains("demo/tiny.tflite: unknown transform 'tflite-nope' (known: tflite-transpose-conv)"),
+                "\(unknown.stderr)")
+    }
+
     /// The project's own catalogue: every entry well formed, and the shipped manifests' catalogue
     /// references all name files it lists.
     @Test func theProjectCatalogueCoversEveryReference() throws {
@@ -210,7 +282,7 @@ import Testing
         for m in models {
             for f in (m["files"] as? [String]) ?? [] { files.insert("catalogue:\(m["name"] as? String ?? "")/\(f)") }
         }
-        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "mediapipe-face-landmark", "magenta", "centerface", "fer-emotion"])
+        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "mediapipe-face-landmark", "mediapipe-pose-landmark", "mediapipe-selfie-segmentation", "magenta", "centerface", "fer-emotion"])
         let manifests = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("Models").path).filter { $0.hasSuffix(".json") }
         var references = 0
         for name in manifests {
@@ -220,6 +292,6 @@ import Testing
                 #expect(files.contains(String(match.1)), "\(name): \(match.1) is not in Models/model-catalogue.json")
             }
         }
-        #expect(references == 10)
+        #expect(references == 12)
     }
 }

@@ -46,7 +46,7 @@ import Testing
         #expect(lines.count == 3)
         let f = DetectTests.faceInPhoto
         for (i, line) in lines.enumerated() {
-            #expect(line["schema_version"] as? Int == 3 && line["frame"] as? Int == i && line["width"] as? Int == Self.side && line["height"] as? Int == Self.side)
+            #expect(line["schema_version"] as? Int == 4 && line["frame"] as? Int == i && line["width"] as? Int == Self.side && line["height"] as? Int == Self.side)
             let detections = try #require(line["detections"] as? [[String: Any]])
             try #require(detections.count == 1, "\(line)")
             let d = detections[0]

@@ -51,7 +51,7 @@ import Testing
         for (n, q) in requests.enumerated() {
             #expect(q.path == "/hooks/camera1?source=test" && q.contentType == "application/json" && q.contentLength == String(q.body.utf8.count), "\(q)")
             let record = try #require(try JSONSerialization.jsonObject(with: Data(q.body.utf8)) as? [String: Any])
-            #expect(record["frame"] as? Int == n && record["schema_version"] as? Int == 3)
+            #expect(record["frame"] as? Int == n && record["schema_version"] as? Int == 4)
             let faces = (record["detections"] as? [[String: Any]]) ?? []
             #expect(faces.count == 1 && faces.first?["label"] as? String == "face", "\(record)")
         }

@@ -8,22 +8,6 @@ private let packageRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 private let coco = try! ModelManifest.readLabels(packageRoot.appendingPathComponent("Models/labels/coco.txt").path)
 
-private func input(_ width: Int, _ height: Int) -> ModelManifest.Input {
-    ModelManifest.Input(width: width, height: height, colorOrder: .rgb, valueRange: [0, 1], layout: .nchw)
-}
-
-private func near(_ a: Box, _ b: Box, _ tolerance: Double = 1e-6) -> Bool {
-    abs(a.xMin - b.xMin) <= tolerance && abs(a.yMin - b.yMin) <= tolerance && abs(a.xMax - b.xMax) <= tolerance && abs(a.yMax - b.yMax) <= tolerance
-}
-
-/// Decodes `tensors` (in bind's order) with a bound decoder.
-private func decode(_ decoder: any DetectionDecoder, _ tensors: [[Float]]) -> [Detection] {
-    func go(_ i: Int, _ buffers: [UnsafeBufferPointer<Float>]) -> [Detection] {
-        i == tensors.count ? decoder.decode(buffers) : tensors[i].withUnsafeBufferPointer { go(i + 1, buffers + [$0]) }
-    }
-    return go(0, [])
-}
-
 /// One YOLO box: corners in input pixels, a class and its score.
 private struct Planted { var box: (Double, Double, Double, Double); var cls: Int; var score: Float }
 

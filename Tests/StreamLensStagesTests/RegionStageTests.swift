@@ -35,7 +35,7 @@ import Testing
         _ = driver.finish()   // the records are written from the writer's own queue: all there at the end
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines[0] == #"{"detections":[{"attributes":{"colour":"red"},"height":20,"keypoints":[[20,20]],"label":"car","label_id":2,"object_id":7,"score":0.5,"width":30,"x":10,"y":12}],"frame":0,"height":48,"schema_version":3,"time":0,"width":64}"#, "\(lines[0])")
+        #expect(lines[0] == #"{"detections":[{"attributes":{"colour":"red"},"height":20,"keypoints":[[20,20]],"label":"car","label_id":2,"object_id":7,"score":0.5,"width":30,"x":10,"y":12}],"frame":0,"height":48,"schema_version":4,"time":0,"width":64}"#, "\(lines[0])")
         #expect(lines[1].contains(#""detections":[]"#) && lines[1].contains(#""frame":1"#))
     }
 

@@ -279,6 +279,7 @@ typedef struct {
     double landmark_presence;   // -1 when none
     guint keypoint_count;
     guint attribute_count;
+    guint mask_width, mask_height; // the "mask" structure's size; 0 when the region has no mask
     gpointer meta;       // filled by sl_buffer_get_regions: the meta, for the two readers below
 } SLRegion;
 // What second models found on a region (lensclassify), for sl_buffer_add_region / set_region:
@@ -297,6 +298,11 @@ typedef struct {
     const double *landmarks;     // frame pixels, landmark_dims values a point
     const char *landmark_name;
     double landmark_presence;
+    // The object's outline (a "mask" structure: "width", "height", "format" "GRAY8", "data" a
+    // GstBuffer of width x height coverage bytes, 255 = the object, row-major, stretched over the
+    // region's rectangle). mask NULL: none.
+    guint mask_width, mask_height;
+    const guint8 *mask;
 } SLRegionResults;
 // Adds a region (keypoints: keypoint_count x, y pairs in frame pixels; names/values:
 // attribute_count strings each; results may be NULL) for a frame of width x height pixels.
@@ -316,6 +322,9 @@ gboolean sl_region_attribute(const SLRegion *region, guint n, const char **name,
 // landmark_dims values, frame pixels; the name owned by the meta) of such a region.
 gboolean sl_region_classification(const SLRegion *region, guint n, const char **name, const char **label, gint *label_id, double *confidence);
 guint sl_region_landmarks(const SLRegion *region, guint frame_width, guint frame_height, double *values, guint max, const char **name);
+// Copies the region's mask (mask_width x mask_height bytes) into `out` (room for `max`); FALSE
+// when it has none or it does not fit.
+gboolean sl_region_mask(const SLRegion *region, guint8 *out, gsize max);
 
 // Records about the whole frame (a zone's events, its counts), as JSON text in one custom meta
 // "StreamLensFrameMeta" (structure "streamlens-frame", one string field per kind). The buffer

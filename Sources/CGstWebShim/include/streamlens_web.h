@@ -31,6 +31,9 @@ SLWebTap *sl_web_tap_new(void *pipeline, const char *at, const SLWebConfig *conf
 void sl_web_tap_free(SLWebTap *tap);
 // The tapped point: "element:pad".
 const char *sl_web_tap_point(SLWebTap *tap);
+// The next frame to pass the point, waited for up to `timeout_ms`: a GstSample* (its buffer, by
+// reference — metas, no pixel copy — and caps) the caller unrefs; NULL when none came in time.
+void *sl_web_tap_next_frame(SLWebTap *tap, unsigned timeout_ms);
 
 // WHEP: `offer` an SDP offer (recvonly video). On success returns a session number (> 0) and
 // *answer (g-allocated, free with sl_web_free) the SDP answer with the server's candidates in

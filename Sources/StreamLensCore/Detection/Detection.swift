@@ -59,12 +59,15 @@ public struct Detection: Sendable, Equatable, Codable {
     public var label: String?
     /// The class's index in the model's labels; -1 when unknown.
     public var labelId: Int
+    /// The object's outline over `box` (segmentation decoders), nil for a box alone.
+    public var mask: ObjectMask?
 
-    public init(box: Box, score: Double, keypoints: [Point] = [], label: String? = nil, labelId: Int = -1) {
+    public init(box: Box, score: Double, keypoints: [Point] = [], label: String? = nil, labelId: Int = -1, mask: ObjectMask? = nil) {
         self.box = box
         self.score = score
         self.keypoints = keypoints
         self.label = label
         self.labelId = labelId
+        self.mask = mask
     }
 }

@@ -87,8 +87,10 @@ public enum DecoderRegistry {
         BlazeFaceDecoderOptions.self,
         CenterFaceDecoderOptions.self,
         YOLOv8DecoderOptions.self,
+        YOLOv8SegDecoderOptions.self,
         YOLOv5DecoderOptions.self,
         SSDDecoderOptions.self,
+        SegmentationDecoderOptions.self,
     ]
 
     /// The family named `name`, nil when there is none.

@@ -109,8 +109,11 @@ public struct FrameGeometry: Sendable, Equatable {
         let bounds = FrameBounds(width: frameWidth, height: frameHeight)
         let topLeft = toFrame(Point(x: d.box.xMin, y: d.box.yMin))
         let bottomRight = toFrame(Point(x: d.box.xMax, y: d.box.yMax))
-        let box = bounds.clamp(Box(xMin: topLeft.x, yMin: topLeft.y, xMax: bottomRight.x, yMax: bottomRight.y))
-            ?? Box(xMin: 0, yMin: 0, xMax: 0, yMax: 0)
-        return Detection(box: box, score: d.score, keypoints: bounds.clamp(keypoints: d.keypoints.map(toFrame)), label: d.label, labelId: d.labelId)
+        let whole = Box(xMin: topLeft.x, yMin: topLeft.y, xMax: bottomRight.x, yMax: bottomRight.y)
+        let box = bounds.clamp(whole) ?? Box(xMin: 0, yMin: 0, xMax: 0, yMax: 0)
+        // A mask covers its box: the part of it over the clamped box (letterbox padding cut off).
+        let mask = d.mask.flatMap { $0.cropped(from: whole, to: box) }
+        return Detection(box: box, score: d.score, keypoints: bounds.clamp(keypoints: d.keypoints.map(toFrame)), label: d.label, labelId: d.labelId,
+                         mask: mask)
     }
 }

@@ -81,20 +81,23 @@ public enum BoxCoordinates: String, Sendable, Codable, CaseIterable {
     case normalized
 }
 
-/// What both YOLO decoders derive from their options and read the same way: the values per box
-/// (`leadingValues` before the class scores: the 4 box values, and YOLOv5's objectness), the
-/// classes' thresholds, and the scale from the box's units to normalised input coordinates.
+/// What the YOLO decoders derive from their options and read the same way: the values per box
+/// (`leadingValues` before the class scores: the 4 box values, and YOLOv5's objectness;
+/// `trailingValues` after them: yolov8-seg's mask coefficients), the classes' thresholds, and
+/// the scale from the box's units to normalised input coordinates.
 public struct YOLOBoxes: Sendable {
     public let classes: DetectionClasses
     public let valuesPerBox: Int
     public let thresholds: ScoreThresholds
     public let xScale: Double, yScale: Double
 
-    /// A StageError when the class count is unknown or disagrees with the labels.
-    public init<Family>(_ options: YOLODecoderOptions<Family>, input: ModelManifest.Input, classes: DetectionClasses, leadingValues: Int) throws {
+    /// A StageError when the class count is unknown or disagrees with the labels; `family`
+    /// names the decoder in it (default the options' family).
+    public init<Family>(_ options: YOLODecoderOptions<Family>, input: ModelManifest.Input, classes: DetectionClasses, leadingValues: Int,
+                        trailingValues: Int = 0, family: String = Family.decoderName) throws {
         try options.validate(input: input)
         self.classes = classes
-        valuesPerBox = leadingValues + (try classes.classCount(declared: options.classes, family: Family.decoderName))
+        valuesPerBox = leadingValues + (try classes.classCount(declared: options.classes, family: family)) + trailingValues
         thresholds = classes.scoreThresholds(minScore: options.minScore)
         (xScale, yScale) = options.coordinates == .pixels ? (1 / Double(input.width), 1 / Double(input.height)) : (1, 1)
     }

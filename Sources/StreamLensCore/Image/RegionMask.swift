@@ -16,8 +16,23 @@ public struct RegionMask: Sendable, Equatable {
     public let feather: Int
     /// The boxes clipped to the frame, in frame pixels; non-finite or empty boxes left out.
     public let boxes: [Box]
+    /// When a region has a mask (`ObjectMask`): every region drawn (masks by their outline,
+    /// the others as boxes), the edge feathered over `feather` pixels centred on the outline
+    /// (`OutlineRaster`); the weights come from it instead of the boxes.
+    public private(set) var outline: OutlineRaster?
+
+    /// Regions as boxes, with their masks where they have one.
+    public init(regions: [(box: Box, mask: ObjectMask?)], side: Side, feather: Int, width: Int, height: Int) {
+        self.init(boxes: regions.map(\.box), side: side, feather: feather, width: width, height: height)
+        guard regions.contains(where: { $0.mask != nil }) else { return }
+        var raster = OutlineRaster(width: width, height: height)
+        for r in regions { raster.add(box: r.box, mask: r.mask) }
+        raster.feather(feather)
+        outline = raster
+    }
 
     public init(boxes: [Box], side: Side, feather: Int, width: Int, height: Int) {
+        outline = nil
         self.side = side
         self.feather = max(0, feather)
         let (w, h) = (Double(width), Double(height))
@@ -39,6 +54,10 @@ public struct RegionMask: Sendable, Equatable {
     /// The weight (0…1) of pixel (x, y), its centre at (x + 0.5, y + 0.5): the largest of the
     /// boxes' (`inside`), or one minus that (`outside`). Per-pixel reference of `fillRow`.
     public func weight(x: Int, y: Int) -> Double {
+        if let o = outline {
+            let w = x >= 0 && y >= 0 && x < o.width && y < o.height ? Double(o.weights[y * o.width + x]) / 255 : 0
+            return side == .inside ? w : 1 - w
+        }
         let cx = Double(x) + 0.5, cy = Double(y) + 0.5
         var best = 0.0
         for b in boxes {
@@ -53,6 +72,17 @@ public struct RegionMask: Sendable, Equatable {
     /// returned and only they are written in `weights` (indexed by column, room for the row's
     /// width). An empty range: the whole row is the background.
     public func fillRow(_ y: Int, width: Int, scale: Int16, into weights: UnsafeMutablePointer<Int16>) -> Range<Int> {
+        if let o = outline {
+            guard y >= o.y0, y < o.y1, y < o.height else { return 0..<0 }
+            let lo = o.x0, hi = min(o.x1, width)
+            guard lo < hi else { return 0..<0 }
+            let s = Int(scale)
+            for x in lo..<hi {
+                let w = Int16((Int(o.weights[y * o.width + x]) * s + 127) / 255)
+                weights[x] = side == .inside ? w : scale - w
+            }
+            return lo..<hi
+        }
         let cy = Double(y) + 0.5
         var lo = width, hi = 0
         for b in boxes where cy > b.yMin && cy < b.yMax {

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Pixel work an image-to-image stage does around its model, in plain Swift on 8-bit pixels:
-/// shrink a frame to the inference size, turn the model's float output into pixels, smooth it
-/// over time, and scale it back up onto the frame blended with the original.
+/// shrink a frame to the inference size, turn the model's float output into pixels, and scale
+/// it back up onto the frame blended with the original.
 ///
 /// Why not OpenVINO's pre-processing: it is compiled for one frame size (the C API has no
 /// dynamic spatial shape), so every frame size would need its own compiled model; shrinking
@@ -244,20 +244,6 @@ public enum Resampling {
         let i0 = pos >> 8
         if i0 >= src - 1 { return (src - 1, src - 1, 0) }
         return (i0, i0 + 1, UInt32(pos & 255))
-    }
-
-    /// Mean absolute difference of two equally sized byte buffers (0…255), sampling every
-    /// `step`-th byte: a cheap "did the picture change" measure.
-    public static func meanAbsoluteDifference(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, step: Int = 1) -> Double {
-        let n = min(a.count, b.count)
-        guard n > 0 else { return 0 }
-        var total = 0, count = 0, i = 0
-        while i < n {
-            total += abs(Int(a[i]) - Int(b[i]))
-            count += 1
-            i += step
-        }
-        return Double(total) / Double(count)
     }
 }
 

@@ -8,6 +8,14 @@ import Foundation
 /// ```json
 /// "object_crop": { "mode": "square", "scale": 1.5, "rotation_keypoints": [0, 1], "target_angle": 0 }
 /// ```
+///
+/// Or a square set by two keypoints alone, the box ignored (`alignment-points`): BlazePose's
+/// detector gives the face's box, and the body's crop is centred on its hip centre, its side
+/// twice the distance to the full-body point, upright along the line between them:
+///
+/// ```json
+/// "object_crop": { "mode": "alignment-points", "scale": 1.25, "rotation_keypoints": [0, 1], "target_angle": 90 }
+/// ```
 public struct ObjectCrop: Sendable, Codable, Equatable {
     public enum Mode: String, Sendable, Codable, CaseIterable {
         /// The box's longer side, both ways (MediaPipe's `square_long`).
@@ -16,6 +24,10 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
         case keepAspect = "keep-aspect"
         /// The box as it is, stretched to the input.
         case stretch
+        /// Not the box: a square centred on the first of `rotation_keypoints`, its side twice
+        /// their distance (MediaPipe's AlignmentPointsRectsCalculator, which its pose graph
+        /// turns BlazePose's detections into body crops with), then grown by `scale`.
+        case alignmentPoints = "alignment-points"
     }
 
     public var mode: Mode
@@ -52,6 +64,9 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
             }
         }
         guard targetAngle.isFinite else { throw StageError("object_crop.target_angle is not a number") }
+        if mode == .alignmentPoints, rotationKeypoints == nil {
+            throw StageError("object_crop.mode alignment-points needs rotation_keypoints (the crop's centre, and the point that sets its size and turn)")
+        }
     }
 
     /// Where the crop of `region` lies in the frame, for a model input of `width` × `height`;
@@ -68,12 +83,18 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
             rotation -= 2 * .pi * (rotation / (2 * .pi)).rounded()
         }
         var (w, h) = (box.width, box.height)
+        if mode == .alignmentPoints, let k = rotationKeypoints {
+            let (a, b) = (region.keypoints[k[0]], region.keypoints[k[1]])
+            let side = 2 * hypot(b.x - a.x, b.y - a.y) * scale
+            guard side > 0, side.isFinite, a.x.isFinite, a.y.isFinite else { return nil }
+            return Placement(centerX: a.x, centerY: a.y, width: side, height: side, rotation: rotation)
+        }
         switch mode {
         case .square: (w, h) = (max(w, h), max(w, h))
         case .keepAspect:
             let aspect = Double(width) / Double(height)
             if w / h < aspect { w = h * aspect } else { h = w / aspect }
-        case .stretch: break
+        case .stretch, .alignmentPoints: break
         }
         return Placement(centerX: box.center.x, centerY: box.center.y, width: w * scale, height: h * scale, rotation: rotation)
     }
@@ -88,6 +109,46 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
             let (x, y) = ((nx - 0.5) * width, (ny - 0.5) * height)
             let (c, s) = (cos(rotation), sin(rotation))
             return Point(x: centerX + c * x - s * y, y: centerY + s * x + c * y)
+        }
+
+        /// The inverse of `frame`: where a frame point lies in the crop, in 0…1 of its width and
+        /// height (outside 0…1: outside the crop).
+        public func crop(_ p: Point) -> (x: Double, y: Double) {
+            let (dx, dy) = (p.x - centerX, p.y - centerY)
+            let (c, s) = (cos(rotation), sin(rotation))
+            return ((c * dx + s * dy) / width + 0.5, (-s * dx + c * dy) / height + 0.5)
+        }
+
+        /// The smallest axis-aligned box of the frame holding the (turned) crop.
+        public var enclosingBox: Box {
+            let corners = [frame(0, 0), frame(1, 0), frame(0, 1), frame(1, 1)]
+            return Box(xMin: corners.map(\.x).min()!, yMin: corners.map(\.y).min()!, xMax: corners.map(\.x).max()!, yMax: corners.map(\.y).max()!)
+        }
+
+        /// A mask the model gave over its input (so over this crop) as an `ObjectMask` over
+        /// `box` of the frame: each of its pixels read from the crop's mask at the point its
+        /// centre maps to, bilinearly, and 0 outside the crop (MediaPipe's own inverse warp of
+        /// BlazePose's mask, WarpAffineCalculator with BORDER_ZERO, does the same). At the crop
+        /// mask's density over the frame, never finer than one pixel a frame pixel; nil when
+        /// `box` is empty or not a number.
+        public func frameMask(_ cropMask: ObjectMask, over box: Box) -> ObjectMask? {
+            guard box.width > 0, box.height > 0, box.width.isFinite, box.height.isFinite, width > 0, height > 0 else { return nil }
+            let density = min(1, max(Double(cropMask.width) / width, Double(cropMask.height) / height))
+            let w = min(ObjectMask.maxSide, max(1, Int((box.width * density).rounded(.up))))
+            let h = min(ObjectMask.maxSide, max(1, Int((box.height * density).rounded(.up))))
+            let (c, s) = (cos(rotation), sin(rotation))
+            var out = [UInt8](repeating: 0, count: w * h)
+            for j in 0..<h {
+                let dy = box.yMin + (Double(j) + 0.5) / Double(h) * box.height - centerY
+                for i in 0..<w {
+                    let dx = box.xMin + (Double(i) + 0.5) / Double(w) * box.width - centerX
+                    // `crop`, its cosine and sine taken once.
+                    let u = (c * dx + s * dy) / width + 0.5, v = (-s * dx + c * dy) / height + 0.5
+                    guard u >= 0, u <= 1, v >= 0, v <= 1 else { continue }
+                    out[j * w + i] = UInt8((cropMask.coverage(u: u, v: v) * 255).rounded())
+                }
+            }
+            return ObjectMask(width: w, height: h, values: out)
         }
     }
 }

@@ -6,6 +6,10 @@ public enum RegionResult: Sendable, Equatable {
     /// Points in 0…1 of the crop (x, y) and z in units of the crop's width; nil when the
     /// model says the object is not there (presence below its threshold).
     case landmarks(name: String, points: [[Double]]?, presence: Double?)
+    /// A result with the object's mask over the crop (the model's input, so 0…1 of the crop
+    /// each way; a coverage as `ObjectMask`'s), which lensclassify maps onto the frame through
+    /// the crop's placement (`ObjectCrop.Placement.frameMask`).
+    indirect case masked(RegionResult, cropMask: ObjectMask)
 }
 
 /// A region decoder's `decoder.parameters` in a manifest (found by `decoder.name` in
@@ -87,9 +91,13 @@ public struct ClassifierDecoderOptions: RegionDecoderParameters {
     }
 }
 
-/// `landmarks`: one output of `count` points of `values_per_point` numbers (x, y[, z]) in the
-/// model input's pixels, and optionally a presence output (`presence`: logit or probability)
-/// below `min_presence` of which the points are not written.
+/// `landmarks`: one output of `count` points of `values_per_point` numbers (x, y[, z], and
+/// numbers not written, as BlazePose's visibility and presence) in the model input's pixels (a
+/// named `output` may hold more points: the first `count` are taken), and optionally a presence
+/// output (`presence`: logit or probability) below `min_presence` of which nothing is written.
+/// Optionally a mask output (`mask_output`: one channel over the crop at the input's aspect
+/// ratio, any resolution; `mask_values`: probability or logits): the object's mask, which
+/// lensclassify puts on the region (BlazePose's person mask).
 public struct LandmarksDecoderOptions: RegionDecoderParameters {
     public static let decoderName = "landmarks"
     public enum Presence: String, Sendable, Codable { case logit, probability }
@@ -100,6 +108,9 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
     public var presenceOutput: String?
     public var presence: Presence
     public var minPresence: Double
+    public var maskOutput: String?
+    public var maskValues: MaskValues
+    public enum MaskValues: String, Sendable, Codable { case probability, logits }
     /// The input's size the points are given in (the manifest's input).
     public var inputWidth: Double = 1, inputHeight: Double = 1
 
@@ -108,6 +119,8 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
         case valuesPerPoint = "values_per_point"
         case presenceOutput = "presence_output"
         case minPresence = "min_presence"
+        case maskOutput = "mask_output"
+        case maskValues = "mask_values"
     }
     public init(from decoder: any Swift.Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -118,6 +131,8 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
         presenceOutput = try c.decodeIfPresent(String.self, forKey: .presenceOutput)
         presence = try c.decodeIfPresent(Presence.self, forKey: .presence) ?? .probability
         minPresence = try c.decodeIfPresent(Double.self, forKey: .minPresence) ?? 0.5
+        maskOutput = try c.decodeIfPresent(String.self, forKey: .maskOutput)
+        maskValues = try c.decodeIfPresent(MaskValues.self, forKey: .maskValues) ?? .probability
     }
     public func encode(to encoder: any Swift.Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -125,11 +140,14 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
         try c.encode(valuesPerPoint, forKey: .valuesPerPoint); try c.encodeIfPresent(output, forKey: .output)
         try c.encodeIfPresent(presenceOutput, forKey: .presenceOutput); try c.encode(presence, forKey: .presence)
         try c.encode(minPresence, forKey: .minPresence)
+        try c.encodeIfPresent(maskOutput, forKey: .maskOutput)
+        if maskOutput != nil { try c.encode(maskValues, forKey: .maskValues) }
     }
     public func validate(labels: [String]) throws {
         guard count > 0, count <= 100_000 else { throw StageError("decoder.parameters.count \(count) is not in 1…100000") }
-        guard valuesPerPoint == 2 || valuesPerPoint == 3 else { throw StageError("decoder.parameters.values_per_point must be 2 or 3, got \(valuesPerPoint)") }
+        guard (2...16).contains(valuesPerPoint) else { throw StageError("decoder.parameters.values_per_point must be 2…16 (x, y[, z], numbers not written), got \(valuesPerPoint)") }
         guard minPresence >= 0, minPresence <= 1 else { throw StageError("decoder.parameters.min_presence \(minPresence) is outside 0…1") }
+        if let maskOutput, maskOutput.isEmpty { throw StageError("decoder.parameters.mask_output is empty") }
     }
     public func makeDecoder(input: ModelManifest.Input, labels: [String]) -> any RegionDecoder {
         var options = self
@@ -139,21 +157,46 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
 
     struct Reader: RegionDecoder {
         var options: LandmarksDecoderOptions
-        func bind(_ outputs: [ModelOutput]) throws -> [Int] {
-            let n = options.count * options.valuesPerPoint
-            let points = try bindOutput(outputs, reference: options.output, family: "landmarks", wanted: "\(n) values (\(options.count) points of \(options.valuesPerPoint))") {
-                TensorShape.elementCount($0) == n
-            }
-            guard let name = options.presenceOutput else { return [points] }
-            let presence = try bindOutput(outputs, reference: name, family: "landmarks", wanted: "one value (presence)") { TensorShape.elementCount($0) == 1 }
-            return [points, presence]
+        /// The mask's height and width in a shape of one channel: [1, H, W, 1], [1, 1, H, W],
+        /// [1, H, W] or [H, W]; nil for another.
+        static func maskSize(_ shape: [Int]) -> (height: Int, width: Int)? {
+            var dims = shape
+            if dims.count == 4, dims[0] == 1 { dims = dims[3] == 1 ? [dims[1], dims[2]] : dims[1] == 1 ? [dims[2], dims[3]] : dims }
+            if dims.count == 3, dims[0] == 1 { dims.removeFirst() }
+            guard dims.count == 2, dims[0] > 0, dims[1] > 0, dims[0] <= ObjectMask.maxSide, dims[1] <= ObjectMask.maxSide else { return nil }
+            return (dims[0], dims[1])
         }
+
+        func bind(_ outputs: [ModelOutput]) throws -> [Int] {
+            let n = options.count * options.valuesPerPoint, named = options.output != nil
+            let points = try bindOutput(outputs, reference: options.output, family: "landmarks", wanted: "\(n) values (\(options.count) points of \(options.valuesPerPoint))") {
+                guard let e = TensorShape.elementCount($0) else { return false }
+                return e == n || (named && e > n && e % options.valuesPerPoint == 0)
+            }
+            var bound = [points]
+            if let name = options.presenceOutput {
+                bound.append(try bindOutput(outputs, reference: name, family: "landmarks", wanted: "one value (presence)") { TensorShape.elementCount($0) == 1 })
+            }
+            if let name = options.maskOutput {
+                // Over the crop, so at the input's aspect ratio: `decode` finds its width from
+                // its size alone.
+                let (w, h) = (Int(options.inputWidth), Int(options.inputHeight))
+                bound.append(try bindOutput(outputs, reference: name, family: "landmarks",
+                                            wanted: "one channel at the input's aspect ratio (\(w)x\(h), or a multiple of \(w / greatestCommonDivisor(w, h))x\(h / greatestCommonDivisor(w, h)))") {
+                    guard let (mh, mw) = Self.maskSize($0) else { return false }
+                    return mw * h == mh * w
+                })
+            }
+            return bound
+        }
+
         func decode(_ outputs: [UnsafeBufferPointer<Float>]) -> RegionResult {
             var presence: Double?
-            if outputs.count > 1, let v = outputs[1].first {
+            if options.presenceOutput != nil, outputs.count > 1, let v = outputs[1].first {
                 presence = options.presence == .logit ? 1 / (1 + exp(-Double(v))) : Double(v)
                 if !(presence ?? 0).isFinite { presence = 0 }
             }
+            // MediaPipe's pose graph gates the mask by the same presence as the points.
             if let presence, presence < options.minPresence { return .landmarks(name: options.attribute, points: nil, presence: presence) }
             let v = options.valuesPerPoint, data = outputs[0]
             var points: [[Double]] = []
@@ -161,12 +204,30 @@ public struct LandmarksDecoderOptions: RegionDecoderParameters {
             for i in 0..<options.count {
                 let x = Double(data[i * v]) / options.inputWidth, y = Double(data[i * v + 1]) / options.inputHeight
                 guard x.isFinite, y.isFinite else { return .landmarks(name: options.attribute, points: nil, presence: presence) }
-                points.append(v == 3 ? [x, y, Double(data[i * v + 2]) / options.inputWidth] : [x, y])
+                points.append(v >= 3 ? [x, y, Double(data[i * v + 2]) / options.inputWidth] : [x, y])
             }
-            return .landmarks(name: options.attribute, points: points, presence: presence)
+            let result = RegionResult.landmarks(name: options.attribute, points: points, presence: presence)
+            guard options.maskOutput != nil, let mask = cropMask(outputs[outputs.count - 1]) else { return result }
+            return .masked(result, cropMask: mask)
+        }
+
+        /// The mask output as coverage over the crop; its width from its size and the input's
+        /// aspect ratio (`bind` checked they agree).
+        func cropMask(_ data: UnsafeBufferPointer<Float>) -> ObjectMask? {
+            let w = Int((Double(data.count) * options.inputWidth / options.inputHeight).squareRoot().rounded())
+            guard w > 0, data.count % w == 0 else { return nil }
+            let logits = options.maskValues == .logits
+            let values = data.map { raw -> UInt8 in
+                let value = Double(raw)
+                let p = logits ? 1 / (1 + exp(-value)) : value
+                return p.isFinite ? UInt8((min(max(p, 0), 1) * 255).rounded()) : 0
+            }
+            return ObjectMask(width: w, height: data.count / w, values: values)
         }
     }
 }
+
+private func greatestCommonDivisor(_ a: Int, _ b: Int) -> Int { b == 0 ? max(a, 1) : greatestCommonDivisor(b, a % b) }
 
 extension DecoderRegistry {
     /// Decoders of second models (lensclassify), by `decoder.name`.
