@@ -126,6 +126,9 @@ final class MQTTBroker {
         let deadline = Date().addingTimeInterval(10)
         while p.isRunning, Date() < deadline { usleep(20_000) }
         if p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
+        // Gone: returns at once, and lets go of the run-loop source that holds the Process (see
+        // Background's deinit).
+        else { p.waitUntilExit() }
     }
 
     /// `mosquitto_sub -t filter -v` into a fresh file (messages are "topic payload" lines);
