@@ -11,6 +11,7 @@ typedef struct {
     GstBin parent;
     GstElement *sink, *src;   // the stage's input (stage_sink.c) and output (stage_src.c; NULL for a sink stage)
     GstPad *sinkpad, *srcpad; // ghost pads
+    GstPad *audiopad;         // the audio input (stage_audio.c): a pad of the bin's own; NULL unless the stage takes audio
     pthread_mutex_t lock;              // guards values, context
     GValue *values;
     guint n_values;
@@ -34,6 +35,12 @@ G_GNUC_INTERNAL GstElement *sl_stage_sink_new(GstCaps *accepted, guint max_buffe
 G_GNUC_INTERNAL void sl_stage_sink_configure(GstElement *sink, guint max_buffers, gboolean drop);
 // stage_element.c: tells Swift a frame was queued at the stage's input (SLStageCallbacks.frame_arrived).
 G_GNUC_INTERNAL GstFlowReturn sl_stage_frame_arrived(GstElement *stage);
+// stage_element.c: tells Swift audio reached the stage's audio input, or ended there.
+G_GNUC_INTERNAL void sl_stage_audio_arrived(GstElement *stage, GstSample *sample);
+G_GNUC_INTERNAL void sl_stage_audio_ended(GstElement *stage);
+// stage_audio.c: the stage's audio input, a sink pad with no element behind it (so the bin has
+// no second sink: the pipeline's preroll and end-of-stream do not wait for audio that may never come).
+G_GNUC_INTERNAL GstPad *sl_stage_audio_pad_new(GstPadTemplate *templ);
 // stage_src.c: the stage's output element (named "stage_src"), and a serialized event (tags) it
 // sends before the next buffer.
 G_GNUC_INTERNAL GstElement *sl_stage_src_new(void);

@@ -6,6 +6,7 @@
 typedef struct {
     SLStageInfo info;   // deep copy, kept for the life of the process (types are never unloaded)
     GstCaps *sink_caps;
+    GstCaps *audio_caps;  // NULL: no audio input
 } SLStageClassData;
 
 typedef struct {
@@ -21,6 +22,14 @@ void sl_stage_set_callbacks(SLStageCallbacks callbacks) { sl_callbacks = callbac
 
 GstFlowReturn sl_stage_frame_arrived(GstElement *stage) {
     return sl_callbacks.frame_arrived ? sl_callbacks.frame_arrived(stage) : GST_FLOW_OK;
+}
+
+void sl_stage_audio_arrived(GstElement *stage, GstSample *sample) {
+    if (sl_callbacks.audio_arrived) sl_callbacks.audio_arrived(stage, sample);
+}
+
+void sl_stage_audio_ended(GstElement *stage) {
+    if (sl_callbacks.audio_ended) sl_callbacks.audio_ended(stage);
 }
 
 gboolean sl_is_stage(GstElement *element) {
@@ -125,6 +134,10 @@ static void sl_instance_init(GTypeInstance *instance, gpointer g_class) {
     gst_object_unref(sinkpad);
     if (data->info.caps_passthrough && !data->info.is_sink) gst_pad_set_query_function(self->sinkpad, sl_sink_query);
     gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+    if (data->audio_caps) {
+        self->audiopad = sl_stage_audio_pad_new(gst_element_class_get_pad_template(klass, "audio"));
+        gst_element_add_pad(GST_ELEMENT(self), self->audiopad);
+    }
     // A sink stage ends the pipeline: the frames go wherever its worker sends them.
     if (data->info.is_sink) return;
 
@@ -194,6 +207,8 @@ static void sl_class_init(gpointer g_class, gpointer class_data) {
                                    data->info.description, "StreamLens");
     gst_element_class_add_pad_template(element_class,
         gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, data->sink_caps));
+    if (data->audio_caps) gst_element_class_add_pad_template(element_class,
+        gst_pad_template_new("audio", GST_PAD_SINK, GST_PAD_ALWAYS, data->audio_caps));
     if (!data->info.is_sink) gst_element_class_add_pad_template(element_class,
         gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS,
                              data->info.caps_passthrough ? data->sink_caps : GST_CAPS_ANY));
@@ -228,8 +243,10 @@ gboolean sl_stage_register(const SLStageInfo *info, GstPlugin *plugin) {
             props[i].default_string = info->props[i].default_string ? g_strdup(info->props[i].default_string) : NULL;
         }
         data->info.props = props;
+        data->info.audio_caps = info->audio_caps ? g_strdup(info->audio_caps) : NULL;
         data->sink_caps = gst_caps_from_string(info->sink_caps);
         if (!data->sink_caps) { g_free(type_name); return FALSE; }
+        if (info->audio_caps && !(data->audio_caps = gst_caps_from_string(info->audio_caps))) { g_free(type_name); return FALSE; }
         GTypeInfo type_info = {
             .class_size = sizeof(SLStageClass), .class_init = sl_class_init, .class_data = data,
             .instance_size = sizeof(SLStage), .instance_init = sl_instance_init,

@@ -72,6 +72,9 @@ public struct ClipRecorder<Unit> {
     /// Frames and bytes the ring holds now.
     public var ringFrames: Int { ring.count }
 
+    /// The ring's oldest frame: no clip can start before it.
+    public var oldestUnit: Unit? { ring.first?.unit }
+
     /// One frame, its presentation time (ns), whether it is a keyframe, its size, and whether
     /// something triggered a clip on it; what to write, in order.
     public mutating func add(_ unit: Unit, time: UInt64, keyframe: Bool, bytes: Int, triggered: Bool) -> [Action] {

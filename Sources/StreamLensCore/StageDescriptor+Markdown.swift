@@ -12,6 +12,10 @@ extension StageDescriptor {
         let output = isSink ? "none: a sink, it ends the pipeline" : capsPassthrough ? "the same as its input" : "its own"
         lines.append("Input caps: `\(sinkCaps)`; output caps: \(output)."
                      + (takesEncodedVideo ? " Encoded video: every frame is kept and passed on, whatever `mode` says (a dropped frame would spoil the ones after it until the next keyframe)." : ""))
+        if let audioCaps {
+            lines.append("")
+            lines.append("Audio input: a second sink pad, `audio` (`… ! aacparse ! NAME.audio`, NAME the stage's `name`), caps `\(audioCaps)`; optional. The audio ends at the stage.")
+        }
         lines.append("")
         lines.append("## Properties")
         lines.append("")

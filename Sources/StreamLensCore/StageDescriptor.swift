@@ -21,10 +21,14 @@ public struct StageDescriptor: Sendable {
     public var restartsUpstream: Bool
     /// Keys the stage answers in a preview window (each a property change; `KeyBinding`).
     public var keys: [KeyBinding]
+    /// Caps of a second input, a sink pad named `audio` (`… ! aacparse ! NAME.audio`), for a
+    /// stage that also takes the stream's audio (lensrecord); nil: none. The audio ends at the
+    /// stage (nothing is passed on); it reaches the stage by `AudioInput` (StreamLensGst).
+    public var audioCaps: String?
 
     public static let namePrefix = "lens"
 
-    public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw",
+    public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw", audioCaps: String? = nil,
                 capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, properties: [PropertySpec],
                 keys: [KeyBinding] = []) {
         precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
@@ -37,6 +41,7 @@ public struct StageDescriptor: Sendable {
         self.restartsUpstream = restartsUpstream
         self.ownProperties = properties
         self.keys = keys
+        self.audioCaps = audioCaps
     }
 
     /// A stage of encoded video (its caps are not `video/x-raw`: lensrecord's H.264 after

@@ -21,30 +21,50 @@ public final class EncodedFrame: @unchecked Sendable {
     public let streamSeconds: Double?
 
     /// The frame a stage of encoded video is processing (Frame.pixels of such a stage).
-    public init(_ frame: Frame) {
-        sample = frame.pixels.withSample { gst_sample_ref(OpaquePointer($0))! }
-        pts = frame.pts
-        dts = frame.dts
-        duration = frame.duration
-        keyframe = frame.keyframe
+    public convenience init(_ frame: Frame) {
+        self.init(sample: frame.pixels.withSample { OpaquePointer($0) }, pts: frame.pts, dts: frame.dts, duration: frame.duration,
+                  keyframe: frame.keyframe)
+    }
+
+    /// A sample of encoded audio (an `AudioInput`'s): its times are its buffer's; every audio
+    /// frame counts as a keyframe. Takes a reference of its own.
+    public convenience init(audio sample: OpaquePointer) {
+        let buffer = gst_sample_get_buffer(sample)
+        func time(_ t: GstClockTime?) -> UInt64? { t.flatMap { $0 == GstClockTime.max ? nil : UInt64($0) } }
+        self.init(sample: sample, pts: time(buffer?.pointee.pts), dts: time(buffer?.pointee.dts), duration: time(buffer?.pointee.duration),
+                  keyframe: true)
+    }
+
+    private init(sample: OpaquePointer, pts: UInt64?, dts: UInt64?, duration: UInt64?, keyframe: Bool) {
+        self.sample = gst_sample_ref(sample)!
+        self.pts = pts
+        self.dts = dts
+        self.duration = duration
+        self.keyframe = keyframe
         bytes = gst_sample_get_buffer(sample).map { Int(gst_buffer_get_size($0)) } ?? 0
-        if let pts = frame.pts, let segment = gst_sample_get_segment(sample), segment.pointee.format == GST_FORMAT_TIME {
+        if let pts, let segment = gst_sample_get_segment(sample), segment.pointee.format == GST_FORMAT_TIME {
             let t = gst_segment_to_stream_time(segment, GST_FORMAT_TIME, GstClockTime(pts))
             streamSeconds = t == GstClockTime.max ? nil : Double(t) / 1e9
         } else {
-            streamSeconds = frame.pts.map { Double($0) / 1e9 }
+            streamSeconds = pts.map { Double($0) / 1e9 }
         }
     }
 
     deinit { gst_sample_unref(sample) }
+
+    /// Its media type (`audio/mpeg`, `video/x-h264`…), nil without caps.
+    public var mediaType: String? {
+        guard let caps = gst_sample_get_caps(sample), gst_caps_get_size(caps) > 0, let s = gst_caps_get_structure(caps, 0) else { return nil }
+        return gst_structure_get_name(s).map { String(cString: $0) }
+    }
 
     /// The time it is decoded at (its DTS, else its PTS).
     public var decodingTime: UInt64? { dts ?? pts }
 }
 
 /// Writes one MP4 from encoded frames, without re-encoding: a pipeline of its own
-/// (`appsrc ! PARSER ! mp4mux ! filesink`), fed by reference, on its own streaming thread, so
-/// the stage that feeds it never waits for the disk. The MP4 is fragmented (a fragment a
+/// (`appsrc ! PARSER ! mp4mux ! filesink`, and with audio a second `appsrc ! mp4mux.`), fed by
+/// reference, on its own streaming threads, so the stage that feeds it never waits for the disk. The MP4 is fragmented (a fragment a
 /// second): a clip cut short by a full disk still plays up to its last whole fragment, and
 /// `finish` (end of stream) completes its index.
 ///
@@ -55,15 +75,21 @@ public final class ClipWriter: @unchecked Sendable {
     // objects are thread-safe.
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let appsrc: UnsafeMutablePointer<GstAppSrc>
+    private let audioSource: UnsafeMutablePointer<GstAppSrc>?
     private var base: UInt64?
+    /// The stream time (ns) of the clip's 0: where audio, timed by its own segment, is placed.
+    private var origin: Double?
     private var capsSet = false
+    private var audioOpen: Bool
     public private(set) var failure: String?
     public private(set) var frames = 0
+    public private(set) var audioFrames = 0
     /// Bytes the writer may hold unwritten before the clip is ended (the disk does not keep up).
     public static let maxBacklogBytes: UInt64 = 64 << 20
 
     /// `path`: the file to write (made, or truncated). `mediaType`: the frames' caps' media type.
-    public init(path: String, mediaType: String) throws {
+    /// `audio`: the clip gets an audio track too (`appendAudio`), of this audio frame's caps.
+    public init(path: String, mediaType: String, audio: EncodedFrame? = nil) throws {
         gst_init(nil, nil)
         let parser: String
         switch mediaType {
@@ -72,8 +98,9 @@ public final class ClipWriter: @unchecked Sendable {
         default: throw StageError("cannot record \(mediaType) into MP4: H.264 (video/x-h264) or H.265 (video/x-h265) only")
         }
         let quoted = path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        let description = "appsrc name=src format=time is-live=false block=false max-bytes=0 ! \(parser) ! mp4mux fragment-duration=1000 "
+        let description = "appsrc name=src format=time is-live=false block=false max-bytes=0 ! \(parser) ! mp4mux name=mux fragment-duration=1000 "
             + "! filesink name=sink location=\"\(quoted)\" sync=false async=false"
+            + (audio != nil ? " appsrc name=audio format=time is-live=false block=false max-bytes=0 ! mux.audio_0" : "")
         var error: UnsafeMutablePointer<GError>?
         guard let p = sl_pipeline_parse(description, &error) else {
             defer { if let error { g_error_free(error) } }
@@ -87,10 +114,14 @@ public final class ClipWriter: @unchecked Sendable {
         }
         pipeline = p
         appsrc = UnsafeMutableRawPointer(src).assumingMemoryBound(to: GstAppSrc.self)
+        audioSource = audio != nil ? gst_bin_get_by_name(bin, "audio").map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstAppSrc.self) } : nil
+        audioOpen = audioSource != nil
+        if let audioSource, let caps = audio.flatMap({ gst_sample_get_caps($0.sample) }) { gst_app_src_set_caps(audioSource, caps) }
         if gst_element_set_state(p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let why = firstBusError(p) ?? "it would not start"
             gst_element_set_state(p, GST_STATE_NULL)
             gst_object_unref(src)
+            if let audioSource { gst_object_unref(audioSource) }
             gst_object_unref(p)
             throw StageError("cannot write \(path): \(why)")
         }
@@ -99,19 +130,27 @@ public final class ClipWriter: @unchecked Sendable {
     deinit {
         gst_element_set_state(pipeline, GST_STATE_NULL)
         gst_object_unref(appsrc)
+        if let audioSource { gst_object_unref(audioSource) }
         gst_object_unref(pipeline)
+    }
+
+    /// Whether the writer failed or holds too much unwritten (then `failure` says why).
+    private func healthy() -> Bool {
+        guard failure == nil else { return false }
+        if let why = firstBusError(pipeline) { failure = why; return false }
+        let waiting = gst_app_src_get_current_level_bytes(appsrc) + (audioSource.map { gst_app_src_get_current_level_bytes($0) } ?? 0)
+        if waiting > Self.maxBacklogBytes {
+            failure = "the disk did not keep up (\(Self.maxBacklogBytes >> 20) MB waiting to be written)"
+            return false
+        }
+        return true
     }
 
     /// Hands a frame over (never waits). False, with `failure` set, once the writer failed (a
     /// write error: a full disk) or holds more than `maxBacklogBytes` unwritten.
     @discardableResult
     public func append(_ frame: EncodedFrame) -> Bool {
-        guard failure == nil else { return false }
-        if let why = firstBusError(pipeline) { failure = why; return false }
-        if gst_app_src_get_current_level_bytes(appsrc) > Self.maxBacklogBytes {
-            failure = "the disk did not keep up (\(Self.maxBacklogBytes >> 20) MB waiting to be written)"
-            return false
-        }
+        guard healthy() else { return false }
         guard let buffer = gst_sample_get_buffer(frame.sample) else { return true }
         if !capsSet, let caps = gst_sample_get_caps(frame.sample) {
             gst_app_src_set_caps(appsrc, caps)
@@ -119,6 +158,7 @@ public final class ClipWriter: @unchecked Sendable {
         }
         if base == nil { base = min(frame.dts ?? .max, frame.pts ?? .max) == .max ? 0 : min(frame.dts ?? .max, frame.pts ?? .max) }
         let b = base ?? 0
+        if origin == nil, let pts = frame.pts, let t = frame.streamSeconds { origin = t * 1e9 - (Double(pts) - Double(b)) }
         // A shallow copy: the metadata is the clip's own (its times), the bytes are shared.
         guard let copy = gst_buffer_copy(buffer) else { return true }
         if let pts = frame.pts { copy.pointee.pts = GstClockTime(pts >= b ? pts - b : 0) }
@@ -129,9 +169,39 @@ public final class ClipWriter: @unchecked Sendable {
         return true
     }
 
+    /// The clip's start in stream seconds (known once a video frame with a time was appended).
+    public var startSeconds: Double? { origin.map { $0 / 1e9 } }
+
+    /// Hands an audio frame over (never waits), placed by its stream time against the video's;
+    /// one from before the clip's start is left out. False once the writer failed (as `append`).
+    @discardableResult
+    public func appendAudio(_ unit: EncodedFrame) -> Bool {
+        guard let audioSource, audioOpen else { return true }
+        guard healthy() else { return false }
+        guard let origin, let t = unit.streamSeconds, let buffer = gst_sample_get_buffer(unit.sample) else { return true }
+        let pts = t * 1e9 - origin
+        guard pts >= 0 else { return true }
+        guard let copy = gst_buffer_copy(buffer) else { return true }
+        copy.pointee.pts = GstClockTime(pts.rounded())
+        copy.pointee.dts = GstClockTime(pts.rounded())
+        sl_handoff_release(copy)
+        _ = gst_app_src_push_buffer(audioSource, copy)
+        audioFrames += 1
+        return true
+    }
+
+    /// No more audio for this clip (the stream's audio ended): the video goes on being written
+    /// without the muxer waiting for audio.
+    public func endAudio() {
+        guard let audioSource, audioOpen else { return }
+        audioOpen = false
+        _ = gst_app_src_end_of_stream(audioSource)
+    }
+
     /// Ends the clip: end of stream, then waits (at most `timeout` seconds) until the file is
     /// complete; nil when it is, else why not (the file may still play up to its last fragment).
     public func finish(timeout: Double) -> String? {
+        endAudio()
         _ = gst_app_src_end_of_stream(appsrc)
         guard let bus = gst_element_get_bus(pipeline) else { return failure ?? "no bus" }
         defer { gst_object_unref(bus) }

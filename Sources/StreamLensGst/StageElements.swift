@@ -12,7 +12,8 @@ enum StageElements {
     static let registry = Mutex<[any Stage.Type]>([])
 
     static func register(_ types: [any Stage.Type], plugin: OpaquePointer? = nil) throws {
-        let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged, frame_arrived: frameArrived)
+        let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged, frame_arrived: frameArrived,
+                                         audio_arrived: audioArrived, audio_ended: audioEnded)
         sl_stage_set_callbacks(callbacks)
         for type in types {
             let id: UInt32 = registry.withLock { list in
@@ -58,6 +59,7 @@ enum StageElements {
                 info.sink_caps = c(d.sinkCaps)
                 info.caps_passthrough = d.capsPassthrough ? 1 : 0
                 info.is_sink = d.isSink ? 1 : 0
+                info.audio_caps = d.audioCaps.map(c)
                 info.type_id = id
                 info.props = UnsafePointer(buffer.baseAddress)
                 info.n_props = UInt32(buffer.count)
@@ -129,6 +131,18 @@ private func stopStage(_ element: UnsafeMutablePointer<GstElement>?) {
 private func frameArrived(_ element: UnsafeMutablePointer<GstElement>?) -> GstFlowReturn {
     guard let element, let worker = StageElements.worker(of: element) else { return GST_FLOW_OK }
     return worker.takeInline()
+}
+
+// The audio input's (SLStageInfo.audio_caps), on the audio's streaming thread: a stage that
+// declares one is an `AudioInput`.
+private func audioArrived(_ element: UnsafeMutablePointer<GstElement>?, _ sample: OpaquePointer?) {
+    guard let element, let sample, let worker = StageElements.worker(of: element), let input = worker.stage as? any AudioInput else { return }
+    input.audioArrived(EncodedFrame(audio: sample))
+}
+
+private func audioEnded(_ element: UnsafeMutablePointer<GstElement>?) {
+    guard let element, let worker = StageElements.worker(of: element), let input = worker.stage as? any AudioInput else { return }
+    input.audioEnded()
 }
 
 private func propertyChanged(_ element: UnsafeMutablePointer<GstElement>?, _ index: guint) {

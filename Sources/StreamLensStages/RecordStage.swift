@@ -16,15 +16,19 @@ import Synchronization
 /// on the buffers through the encoder), `track` (an object id not seen before), `label` (a
 /// label the previous frame did not have); always also the `record` property (the control
 /// socket's `set NAME record REASON`, the API's `POST /api/sources/{name}/record`, an
-/// application's g_object_set) and SIGUSR1 to the process. Clip decisions: `ClipRecorder`;
+/// application's g_object_set) and SIGUSR1 to the process. Audio linked to its `audio` pad
+/// (`d.audio_0 ! queue ! aacparse ! rec.audio`) is kept beside the video and written into each
+/// clip, placed by stream time (`AudioInput`). Clip decisions: `ClipRecorder`;
 /// writing: `ClipWriter` (its own pipeline), then a finisher thread of this stage's own names
 /// the file, writes the JSON, applies retention and reports the `clip` event.
-public final class RecordStage: Stage {
+public final class RecordStage: Stage, AudioInput {
     public static let descriptor = StageDescriptor(
         name: "lensrecord",
         summary: "Event clips: keep the last seconds of encoded video in memory and, on a zone event, a new track, a label, a command or SIGUSR1, write an MP4 from before the event to after it (no re-encoding), with its JSON beside it",
         example: "videotestsrc num-buffers=90 ! video/x-raw,width=320,height=240,framerate=30/1 ! x264enc key-int-max=15 ! h264parse ! lensrecord pre=1 post=1 record=start location=/tmp/streamlens-clips/clip-%05d.mp4 ! fakesink",
         sinkCaps: "video/x-h264, alignment=(string)au; video/x-h265, alignment=(string)au",
+        // What mp4mux takes (gst-inspect-1.0 mp4mux, its audio_%u pads); the audio arrives parsed.
+        audioCaps: "audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; audio/mpeg, mpegversion=(int)1; audio/x-ac3; audio/x-opus",
         properties: [
             PropertySpec("pre", .double(0...600), default: .double(5),
                          help: "seconds of video kept before the event (the clip starts at the keyframe at or before them)"),
@@ -109,6 +113,22 @@ public final class RecordStage: Stage {
     private var format: VideoFormat?
     private var notices: [StageNotice] = []
 
+    /// Audio handed over on the audio's streaming thread (`AudioInput`), taken on the stage's.
+    private struct AudioInbox: Sendable {
+        var units: [EncodedFrame] = []
+        var ended = false
+    }
+    private let audioInbox = Mutex(AudioInbox())
+    /// Audio kept: from about the ring's oldest frame on (audio ahead of the video waits here
+    /// too), and whatever the clip being written has not been given yet.
+    private var audio: [EncodedFrame] = []
+    private var audioOver = false
+    /// The index in `audio` of the next unit the clip being written has not been given.
+    private var audioNext = 0
+    /// Audio units held at most (inbox, and kept): about 7 minutes of AAC at 48 kHz. Only a
+    /// video branch stalled for that long while the audio flows reaches it; the oldest go.
+    static let maxAudioUnits = 20_000
+
     public init(settings: StageSettings) throws {
         self.settings = try Settings(settings)
         recorder = ClipRecorder(settings: self.settings.recorder)
@@ -147,7 +167,59 @@ public final class RecordStage: Stage {
         }
     }
 
+    public func audioArrived(_ audio: EncodedFrame) {
+        audioInbox.withLock { inbox in
+            if inbox.units.count >= Self.maxAudioUnits { inbox.units.removeFirst() }
+            inbox.units.append(audio)
+        }
+    }
+
+    public func audioEnded() {
+        audioInbox.withLock { $0.ended = true }
+    }
+
+    /// What the audio input handed over since the last frame.
+    private func takeAudio() {
+        let (units, ended) = audioInbox.withLock { inbox -> ([EncodedFrame], Bool) in
+            defer { inbox.units.removeAll(keepingCapacity: true) }
+            return (inbox.units, inbox.ended)
+        }
+        audio += units
+        audioOver = ended
+    }
+
+    /// Gives the clip being written the audio up to its video's end so far; ends its audio once
+    /// the stream's audio ended and all of it was given.
+    private func feedAudio() {
+        guard let writer, let end = clip?.end else { return }
+        while audioNext < audio.count {
+            guard let t = audio[audioNext].streamSeconds else { audioNext += 1; continue }
+            guard t < end, writer.appendAudio(audio[audioNext]) else { break }
+            audioNext += 1
+        }
+        if audioOver, audioNext >= audio.count { writer.endAudio() }
+    }
+
+    /// Lets go of audio no clip can start before (older than the ring's oldest frame), never of
+    /// what the clip being written still needs; and of the oldest beyond `maxAudioUnits`.
+    private func trimAudio() {
+        let keepFrom = recorder.oldestUnit?.streamSeconds.map { $0 - 0.1 }
+        let limit = writer == nil ? audio.count : audioNext
+        var drop = 0
+        while drop < limit {
+            if let t = audio[drop].streamSeconds {
+                guard let keepFrom, t < keepFrom else { break }
+            }
+            drop += 1
+        }
+        drop = max(drop, min(limit, audio.count - Self.maxAudioUnits))
+        guard drop > 0 else { return }
+        audio.removeFirst(drop)
+        audioNext = max(0, audioNext - drop)
+    }
+
     public func process(_ frame: Frame) -> FrameOutcome {
+        takeAudio()
         let time = frame.pts ?? frame.dts ?? UInt64(frame.index) * (format?.frameDurationNanoseconds ?? 33_333_333)
         var why: [String] = []
         var events: [FrameEvent] = []
@@ -192,7 +264,8 @@ public final class RecordStage: Stage {
             case .end:
                 endClip()
             case .start(let units):
-                startClip(why: why, events: events, frame: frame, unit: unit, regions: regions ?? frame.pixels.regionsOfInterest())
+                startClip(why: why, events: events, frame: frame, unit: unit, regions: regions ?? frame.pixels.regionsOfInterest(),
+                          from: units.first?.streamSeconds)
                 units.forEach(append)
             case .append(let unit):
                 append(unit)
@@ -206,10 +279,12 @@ public final class RecordStage: Stage {
                 clip = c
             }
         }
+        feedAudio()
+        trimAudio()
         return .forward
     }
 
-    private func startClip(why: [String], events: [FrameEvent], frame: Frame, unit: EncodedFrame, regions: [RegionOfInterest]) {
+    private func startClip(why: [String], events: [FrameEvent], frame: Frame, unit: EncodedFrame, regions: [RegionOfInterest], from start: Double?) {
         started += 1
         let wall = Date()
         let first = events.first
@@ -232,8 +307,15 @@ public final class RecordStage: Stage {
             return
         }
         temporary = (folder.isEmpty ? "" : folder + "/") + ".lensrecord-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).partial.mp4"
+        // Audio from the clip's time 0 on: that is the first frame's decoding time, before its
+        // presentation time by the encoder's reordering delay (B-frames), so the audio starts up
+        // to a second before the first frame's time (the writer leaves out what is before 0).
+        // The first such unit, else (the audio still coming) the newest, gives the audio track
+        // its caps. None: a clip of video only.
+        audioNext = audio.firstIndex { ($0.streamSeconds ?? -.infinity) >= (start ?? -.infinity) - 1 } ?? audio.count
+        let audioLike = audioNext < audio.count ? audio[audioNext] : audioOver ? nil : audio.last
         do {
-            writer = try ClipWriter(path: temporary, mediaType: frame.format.pixelFormat)
+            writer = try ClipWriter(path: temporary, mediaType: frame.format.pixelFormat, audio: audioLike)
         } catch {
             notices.append(StageNotice(.warning, "no clip: \(error); the video goes on"))
             unlink(temporary)
@@ -244,6 +326,7 @@ public final class RecordStage: Stage {
                           triggerTime: events.first?.time ?? unit.streamSeconds, wallTime: SnapshotStage.iso8601(wall),
                           width: frame.format.width, height: frame.format.height, detections: regions.map(MetadataRecord.Region.init))
         clip?.counter = started
+        clip?.audio = audioLike?.mediaType
     }
 
     private func append(_ unit: EncodedFrame) {
@@ -266,7 +349,9 @@ public final class RecordStage: Stage {
     }
 
     private func endClip() {
-        guard let writer, let clip else { self.writer = nil; self.clip = nil; return }
+        feedAudio()
+        guard let writer, var clip else { self.writer = nil; self.clip = nil; return }
+        if clip.audio != nil { clip.audioFrames = writer.audioFrames }
         self.writer = nil
         self.clip = nil
         finisher.finish(writer: writer, record: clip, path: clipPath, temporary: temporary)
@@ -282,6 +367,7 @@ public final class RecordStage: Stage {
 
     public func streamEnded() {
         // A clip being recorded at the end (Ctrl-C, end of the file) is finalized as it stands.
+        takeAudio()
         if recorder.finish() { endClip() }
         finisher.drain(timeout: 15)
     }
@@ -342,12 +428,16 @@ struct ClipRecord: Encodable, Sendable {
     var frames = 0
     /// Set when the clip ended early (the disk): why.
     var incomplete: String?
+    /// The audio track's media type (audio/mpeg…), and its frames; absent: a clip of video only.
+    var audio: String?
+    var audioFrames: Int?
     /// The regions on the triggering frame, as lensmetadata writes them (empty when none reach
     /// the encoded branch: encoders keep lenszone's events, not the regions).
     var detections: [MetadataRecord.Region]
 
     enum CodingKeys: String, CodingKey {
-        case stage, pattern, clip, counter, trigger, events, width, height, start, end, frames, incomplete, detections
+        case stage, pattern, clip, counter, trigger, events, width, height, start, end, frames, incomplete, detections, audio
+        case audioFrames = "audio_frames"
         case schemaVersion = "schema_version"
         case triggerTime = "trigger_time"
         case wallTime = "wall_time"

@@ -71,6 +71,58 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: clips.path).sorted() == ["clip-00001.json", "clip-00001.mp4"])
     }
 
+    /// The crossing face with a sound: a 1 kHz beep from 1.5 s to 1.6 s of the file (peak 0.1 of full scale: 3277), AAC at
+    /// 48 kHz beside the H.264 in one MP4. The clip of the crossing has both tracks, as long as
+    /// each other, and the beep where it was against the video (decoded by ffmpeg).
+    @Test func theClipHasTheStreamsAudioInStep() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let video = try ZoneStagesTests.crossingFaceClip(in: dir), input = dir.appendingPathComponent("av.mp4").path
+        let mux = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"),
+                                ["-v", "error", "-y", "-i", video, "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=48000:duration=3",
+                                 "-filter_complex", "[1:a]volume='if(between(t,1.5,1.6),0.8,0)':eval=frame[a]", "-map", "0:v", "-map", "[a]",
+                                 "-c:v", "copy", "-c:a", "aac", "-b:a", "96k", input], timeout: 60)
+        try #require(mux.status == 0, "\(mux.stderr)")
+        let clips = dir.appendingPathComponent("clips")
+        let spec = "filesrc location=\(input) ! qtdemux name=d d.video_0 ! queue ! decodebin ! videoconvert ! video/x-raw,format=RGB "
+            + "! lensdetect model=Models/face-full-range.json threshold=0.5 draw=false ! lenstrack ! lenszone lines=mid:320,360,320,0 "
+            + "! videoconvert ! video/x-raw,format=I420 ! x264enc key-int-max=15 speed-preset=veryfast ! h264parse "
+            + "! lensrecord name=rec pre=1 post=1 location=\(clips.path)/clip-%05d.mp4 ! fakesink "
+            + "d.audio_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! aacparse ! rec.audio"
+        let r = try CLI.run(["run", spec], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("rec: 90 frames in, 90 out, 0 dropped"), "\(r.stderr.suffix(1500))")
+        let records = try Self.records(clips)
+        try #require(records.count == 1, "\(records.keys.sorted()) \(r.stderr.suffix(1500))")
+        let (name, json) = records.first!
+        let path = clips.appendingPathComponent(name).path
+        let start = try #require(json["start"] as? Double), end = try #require(json["end"] as? Double)
+        #expect(json["audio"] as? String == "audio/mpeg", "\(json)")
+        // Both tracks, ending together (within an AAC frame of 1024 samples, 21 ms, and a video
+        // frame). The video's first frame is shown at its start_time (x264enc's B-frames: its
+        // decoding time is the clip's 0), the audio runs from 0.
+        let streams = try #require(ffprobe(["-show_entries", "stream=codec_type,codec_name,start_time,duration", "-of", "csv=p=0", path]))
+        let lines = streams.output.split(separator: "\n").map { $0.split(separator: ",").map(String.init) }
+        let audioTrack = try #require(lines.first { $0.count == 4 && $0[1] == "audio" }, "\(streams.output)")
+        let videoTrack = try #require(lines.first { $0.count == 4 && $0[1] == "video" }, "\(streams.output)")
+        #expect(audioTrack[0] == "aac")
+        let audioStart = try #require(Double(audioTrack[2])), audioSeconds = try #require(Double(audioTrack[3]))
+        let videoStart = try #require(Double(videoTrack[2])), videoSeconds = try #require(Double(videoTrack[3]))
+        #expect(audioStart < 0.01 && videoStart < 0.2, "\(streams.output)")
+        #expect(abs((audioStart + audioSeconds) - (videoStart + videoSeconds)) <= 0.06, "\(streams.output)")
+        let frames = try #require(json["audio_frames"] as? Int)
+        #expect(abs(Double(frames) - audioSeconds * 48000 / 1024) <= 1, "\(frames) AAC frames for \(audioSeconds) s")
+        #expect(try Self.decodes(path), "\(name) does not decode")
+        // The beep: at 1.5 s of the file, so 1.5 − start after the first frame is shown.
+        let pcm = dir.appendingPathComponent("a.raw").path
+        let dec = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"), ["-v", "error", "-y", "-i", path, "-map", "0:a", "-ac", "1", "-ar", "48000", "-f", "s16le", pcm], timeout: 60)
+        try #require(dec.status == 0, "\(dec.stderr)")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: pcm)).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let first = try #require(samples.firstIndex { abs(Int($0)) > 1500 }, "no beep in the clip's audio")
+        let beep = Double(first) / 48000
+        #expect(abs(beep - (videoStart + 1.5 - start)) <= 0.03, "the beep at \(beep) s of the clip, expected \(videoStart + 1.5 - start) (clip from \(start) s)")
+    }
+
     /// Three runs into one folder with max-clips=2: the counter goes on past the clips already
     /// there (never over a file), the oldest clip goes, and a file lensrecord did not write stays.
     @Test func retentionRemovesTheOldestAndNothingElse() throws {

@@ -160,6 +160,8 @@ typedef struct {
     const char *sink_caps;     // caps the stage accepts, e.g. "video/x-raw"
     gboolean caps_passthrough; // output caps equal input caps: answer caps queries downstream
     gboolean is_sink;          // a sink stage: only the input and a sink pad (it ends the pipeline)
+    const char *audio_caps;    // non-NULL: the stage also takes audio of these caps on a sink pad named
+                               // "audio" (it ends there: nothing is passed on), handed to audio_arrived
     guint type_id;             // handed back to `start`
     const SLPropSpec *props;
     guint n_props;
@@ -178,6 +180,11 @@ typedef struct {
     // a stage running in-line takes and processes it now and returns what downstream answered;
     // otherwise GST_FLOW_OK (its worker takes it).
     GstFlowReturn (*frame_arrived)(GstElement *stage);
+    // A buffer reached the stage's audio input (on the audio's streaming thread, no lock held),
+    // as a sample with the pad's caps and segment; the callee takes its own reference to keep it.
+    void (*audio_arrived)(GstElement *stage, GstSample *sample);
+    // End-of-stream reached the audio input.
+    void (*audio_ended)(GstElement *stage);
 } SLStageCallbacks;
 
 void sl_stage_set_callbacks(SLStageCallbacks callbacks);
