@@ -40,14 +40,22 @@ def browser():
     return d
 
 
-def wait(what, predicate, timeout):
+def wait(what, predicate, timeout, explain=None):
+    """explain: what the page showed instead, said with the timeout (a failure that says why)."""
     t0 = time.time()
     while time.time() - t0 < timeout * SLOW:
         value = predicate()
         if value:
             return value
         time.sleep(0.25)
-    raise SystemExit(f"timed out waiting for {what}")
+    raise SystemExit(f"timed out waiting for {what}" + (f"; the page: {explain()}" if explain else ""))
+
+
+# The tile's video and what it shows instead (the MJPEG fallback's reason, the placeholder's text).
+TILE_STATE = ("const t = document.querySelector('section.tile[data-source=\"%s\"]'); if (!t) return 'no tile';"
+              "const v = t.querySelector('video'), i = t.querySelector('img.mjpeg'), p = t.querySelector('.placeholder');"
+              "return JSON.stringify({video: v && {hidden: v.hidden, stream: !!v.srcObject, paused: v.paused, readyState: v.readyState,"
+              " currentTime: v.currentTime, width: v.videoWidth}, mjpeg: i && i.title, placeholder: p && !p.hidden && p.textContent})")
 
 
 def severe(d):
@@ -245,7 +253,8 @@ def firefox(url):
         m.call("WebDriver:Navigate", {"url": url + "/"})
         m.script("window.__errors = []; addEventListener('error', e => __errors.push(String(e.message)));"
                  "addEventListener('unhandledrejection', e => __errors.push(String(e.reason)));")
-        wait("the video to play in Firefox", lambda: m.script(f"const v = {VIDEO % 'main'}; return v && v.videoWidth > 0 && v.currentTime > 1"), 60)
+        wait("the video to play in Firefox", lambda: m.script(f"const v = {VIDEO % 'main'}; return v && v.videoWidth > 0 && v.currentTime > 1"), 60,
+             explain=lambda: m.script(TILE_STATE % "main"))
         t0 = m.script(f"return {VIDEO % 'main'}.currentTime")
         time.sleep(2)
         v = m.script(f"const v = {VIDEO % 'main'}; return [v.videoWidth, v.videoHeight, v.currentTime, v.paused]")
