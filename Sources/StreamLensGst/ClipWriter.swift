@@ -159,18 +159,20 @@ public final class ClipWriter: @unchecked Sendable {
         if base == nil { base = min(frame.dts ?? .max, frame.pts ?? .max) == .max ? 0 : min(frame.dts ?? .max, frame.pts ?? .max) }
         let b = base ?? 0
         if origin == nil, let pts = frame.pts, let t = frame.streamSeconds { origin = t * 1e9 - (Double(pts) - Double(b)) }
-        // A shallow copy: the metadata is the clip's own (its times), the bytes are shared.
-        guard let copy = gst_buffer_copy(buffer) else { return true }
-        if let pts = frame.pts { copy.pointee.pts = GstClockTime(pts >= b ? pts - b : 0) }
-        if let dts = frame.dts { copy.pointee.dts = GstClockTime(dts >= b ? dts - b : 0) }
-        sl_handoff_release(copy)
-        _ = gst_app_src_push_buffer(appsrc, copy)   // takes the copy
-        frames += 1
+        if push(buffer, into: appsrc, pts: frame.pts.map { $0 >= b ? $0 - b : 0 }, dts: frame.dts.map { $0 >= b ? $0 - b : 0 }) { frames += 1 }
         return true
     }
 
-    /// The clip's start in stream seconds (known once a video frame with a time was appended).
-    public var startSeconds: Double? { origin.map { $0 / 1e9 } }
+    /// Pushes a shallow copy of `buffer` with the clip's own times: the metadata is the clip's,
+    /// the bytes are shared. (nil: the time is left as it was.) False when no copy could be made.
+    private func push(_ buffer: UnsafeMutablePointer<GstBuffer>, into source: UnsafeMutablePointer<GstAppSrc>, pts: UInt64?, dts: UInt64?) -> Bool {
+        guard let copy = gst_buffer_copy(buffer) else { return false }
+        if let pts { copy.pointee.pts = GstClockTime(pts) }
+        if let dts { copy.pointee.dts = GstClockTime(dts) }
+        sl_handoff_release(copy)
+        _ = gst_app_src_push_buffer(source, copy)   // takes the copy
+        return true
+    }
 
     /// Hands an audio frame over (never waits), placed by its stream time against the video's;
     /// one from before the clip's start is left out. False once the writer failed (as `append`).
@@ -181,12 +183,7 @@ public final class ClipWriter: @unchecked Sendable {
         guard let origin, let t = unit.streamSeconds, let buffer = gst_sample_get_buffer(unit.sample) else { return true }
         let pts = t * 1e9 - origin
         guard pts >= 0 else { return true }
-        guard let copy = gst_buffer_copy(buffer) else { return true }
-        copy.pointee.pts = GstClockTime(pts.rounded())
-        copy.pointee.dts = GstClockTime(pts.rounded())
-        sl_handoff_release(copy)
-        _ = gst_app_src_push_buffer(audioSource, copy)
-        audioFrames += 1
+        if push(buffer, into: audioSource, pts: UInt64(pts.rounded()), dts: UInt64(pts.rounded())) { audioFrames += 1 }
         return true
     }
 

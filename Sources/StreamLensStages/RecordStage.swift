@@ -128,6 +128,10 @@ public final class RecordStage: Stage, AudioInput {
     /// Audio units held at most (inbox, and kept): about 7 minutes of AAC at 48 kHz. Only a
     /// video branch stalled for that long while the audio flows reaches it; the oldest go.
     static let maxAudioUnits = 20_000
+    /// Seconds of audio kept before the ring's oldest frame and taken before a clip's first
+    /// frame: a clip's time 0 is its first frame's decoding time, earlier than that frame's
+    /// presentation time by the encoder's reordering delay (B-frames).
+    static let audioLead = 1.0
 
     public init(settings: StageSettings) throws {
         self.settings = try Settings(settings)
@@ -203,7 +207,7 @@ public final class RecordStage: Stage, AudioInput {
     /// Lets go of audio no clip can start before (older than the ring's oldest frame), never of
     /// what the clip being written still needs; and of the oldest beyond `maxAudioUnits`.
     private func trimAudio() {
-        let keepFrom = recorder.oldestUnit?.streamSeconds.map { $0 - 0.1 }
+        let keepFrom = recorder.oldestUnit?.streamSeconds.map { $0 - Self.audioLead }
         let limit = writer == nil ? audio.count : audioNext
         var drop = 0
         while drop < limit {
@@ -307,12 +311,10 @@ public final class RecordStage: Stage, AudioInput {
             return
         }
         temporary = (folder.isEmpty ? "" : folder + "/") + ".lensrecord-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).partial.mp4"
-        // Audio from the clip's time 0 on: that is the first frame's decoding time, before its
-        // presentation time by the encoder's reordering delay (B-frames), so the audio starts up
-        // to a second before the first frame's time (the writer leaves out what is before 0).
+        // Audio from the clip's time 0 on (`audioLead`; the writer leaves out what is before 0).
         // The first such unit, else (the audio still coming) the newest, gives the audio track
         // its caps. None: a clip of video only.
-        audioNext = audio.firstIndex { ($0.streamSeconds ?? -.infinity) >= (start ?? -.infinity) - 1 } ?? audio.count
+        audioNext = audio.firstIndex { ($0.streamSeconds ?? -.infinity) >= (start ?? -.infinity) - Self.audioLead } ?? audio.count
         let audioLike = audioNext < audio.count ? audio[audioNext] : audioOver ? nil : audio.last
         do {
             writer = try ClipWriter(path: temporary, mediaType: frame.format.pixelFormat, audio: audioLike)
