@@ -24,7 +24,7 @@ import Synchronization
 public final class RecordStage: Stage, AudioInput {
     public static let descriptor = StageDescriptor(
         name: "lensrecord",
-        summary: "Event clips: keep the last seconds of encoded video in memory and, on a zone event, a new track, a label, a command or SIGUSR1, write an MP4 from before the event to after it (no re-encoding), with its JSON beside it",
+        summary: "Event clips: keep the last seconds of encoded video (and the audio linked to its audio pad) in memory and, on a zone event, a new track, a label, a command or SIGUSR1, write an MP4 from before the event to after it (no re-encoding), with its JSON beside it",
         example: "videotestsrc num-buffers=90 ! video/x-raw,width=320,height=240,framerate=30/1 ! x264enc key-int-max=15 ! h264parse ! lensrecord pre=1 post=1 record=start location=/tmp/streamlens-clips/clip-%05d.mp4 ! fakesink",
         sinkCaps: "video/x-h264, alignment=(string)au; video/x-h265, alignment=(string)au",
         // What mp4mux takes (gst-inspect-1.0 mp4mux, its audio_%u pads); the audio arrives parsed.
