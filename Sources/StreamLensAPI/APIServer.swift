@@ -161,6 +161,17 @@ public final class APIServer: Sendable {
             exchange.respond(Self.error(403, "Host \(host) is not this machine's loopback name (localhost, 127.0.0.1, [::1]): refused"))
             return
         }
+        // With no token, only this server's own user (and root) is served: another user of this
+        // machine reaches loopback too, and a source added over the API reads and opens what
+        // this process may, so it would be their way into files and ports that are not theirs.
+        if settings.token == nil, !Self.isOwnUser(request.peerUID) {
+            var response = Self.error(401, "this server serves its own user only (uid \(geteuid())) without a token"
+                                      + (request.peerUID.map { "; you are uid \($0)" } ?? "; the kernel could not say who you are")
+                                      + ": its owner can start it with --http-token-file FILE, and anyone given the token is served")
+            response.headers.append(("WWW-Authenticate", "Bearer realm=\"streamlens\""))
+            exchange.respond(response)
+            return
+        }
         let origin = request.header("origin")
         let allowedOrigin = origin != nil && origin == settings.allowOrigin
         let cors: [(String, String)] = allowedOrigin ? [("Access-Control-Allow-Origin", origin!), ("Vary", "Origin")] : []
@@ -267,6 +278,12 @@ public final class APIServer: Sendable {
     static func allowed(_ pattern: String) -> String {
         let methods = routes.filter { $0.path == pattern }.map(\.method)
         return (methods + (methods.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
+    }
+
+    /// The client's socket belongs to the user this server runs as, or to root.
+    static func isOwnUser(_ uid: UInt32?) -> Bool {
+        guard let uid else { return false }
+        return uid == geteuid() || uid == 0
     }
 
     /// localhost, 127.x.x.x or [::1], with or without a port.

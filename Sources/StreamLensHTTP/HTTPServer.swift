@@ -61,6 +61,9 @@ public struct HTTPRequest: Sendable {
     public var headers: [String: String]
     public var body: [UInt8]
     public var remote: String
+    /// The user owning the client's socket when the client is on this machine's loopback (the
+    /// kernel says, by sock_diag); nil for a client elsewhere or when the kernel could not tell.
+    public var peerUID: UInt32?
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 
@@ -194,7 +197,8 @@ public final class HTTPServer: Sendable {
         let rawPath = text(request.path)
         let body = request.body.map { Array(UnsafeBufferPointer(start: $0, count: request.body_length)) } ?? []
         let r = HTTPRequest(id: request.id, method: text(request.method), path: rawPath.removingPercentEncoding ?? rawPath,
-                            query: query, headers: headers, body: body, remote: text(request.remote))
+                            query: query, headers: headers, body: body, remote: text(request.remote),
+                            peerUID: request.peer_uid >= 0 ? UInt32(truncatingIfNeeded: request.peer_uid) : nil)
         handler(r, HTTPExchange(server: self, id: request.id))
     }
 

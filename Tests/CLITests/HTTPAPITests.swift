@@ -322,6 +322,53 @@ import Testing
         #expect(empty.status == 2 && empty.stderr.contains("is empty: write the token in it"), "\(empty.stderr)")
     }
 
+    /// curl run as another user of this machine (`nobody`, through setpriv: needs root): the
+    /// status of one request.
+    static func statusAsNobody(_ method: String, _ url: String, json: String? = nil, headers: [String] = []) throws -> Int {
+        var args = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                    "--max-time", "10", "-X", method]
+        if let json { args += ["-H", "Content-Type: application/json", "--data-binary", json] }
+        for h in headers { args += ["-H", h] }
+        return Int(try CLI.spawn(URL(fileURLWithPath: "/usr/bin/setpriv"), args + [url], timeout: 20).stdout) ?? 0
+    }
+
+    /// On loopback without a token only the server's own user (and root) is served: another
+    /// local user gets 401 on every route, its POST starts nothing (it could otherwise have
+    /// the server read a file it may not: a source's pixels come back as JPEGs). With a token,
+    /// whoever holds it is served, and no one without it.
+    @Test(.enabled(if: getuid() == 0, "switching to another user (nobody) needs root"))
+    func anotherLocalUserIsServedOnlyWithTheToken() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
+        let template = "uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=BGRx ! lenspass ! fakesink"
+        let serve = try Background.streamlens(["serve", "--http", "127.0.0.1:\(port)", template])
+        try #require(Self.waitFor("\(u)/healthz", process: serve), "\(serve.stderr)")
+        #expect(try Self.curl("\(u)/api/sources").status == 200)
+        for path in ["/healthz", "/api/sources", "/metrics", "/api/events", "/", "/console/console.js"] {
+            #expect(try Self.statusAsNobody("GET", "\(u)\(path)") == 401, "nobody GET \(path)")
+        }
+        #expect(try Self.statusAsNobody("POST", "\(u)/api/sources", json: #"{"name":"peek","uri":"file:///etc/hostname"}"#) == 401)
+        let refused = try Self.request("GET", "\(u)/api/sources")
+        #expect(refused.body.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "nobody's POST started a source: \(refused.body)")
+        // The message a refused user reads, over IPv6's loopback too.
+        _ = serve.stop(signal: SIGINT, timeout: 30)
+        let v6 = try Background.streamlens(["serve", "--http", "[::1]:\(port)", template])
+        try #require(Self.waitFor("http://[::1]:\(port)/healthz", process: v6), "\(v6.stderr)")
+        #expect(try Self.statusAsNobody("GET", "http://[::1]:\(port)/api/sources") == 401)
+        _ = v6.stop(signal: SIGINT, timeout: 30)
+
+        let tokenFile = dir.appendingPathComponent("token").path
+        try "k3y-\(UInt32.random(in: 0...UInt32.max))\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let tokened = try Background.streamlens(["serve", "--http", "127.0.0.1:\(port)", "--http-token-file", tokenFile, template])
+        try #require(Self.waitFor("\(u)/healthz", headers: ["Authorization: Bearer \(token)"], process: tokened), "\(tokened.stderr)")
+        #expect(try Self.statusAsNobody("GET", "\(u)/api/sources") == 401)
+        #expect(try Self.statusAsNobody("GET", "\(u)/api/sources", headers: ["Authorization: Bearer \(token)"]) == 200)
+        #expect(try Self.curl("\(u)/api/sources").status == 401, "with a token, its own user needs it too")
+        _ = tokened.stop(signal: SIGINT, timeout: 30)
+    }
+
     /// No CORS unless an origin is allowed: a page of another origin is refused (403, no
     /// Access-Control header: the browser would not show it the answer anyway, and the request
     /// did nothing); the allowed origin gets its header and a preflight answer.

@@ -30,6 +30,9 @@ typedef struct {
     const uint8_t *body;
     size_t body_length;
     const char *remote; // the peer's address
+    // The user (uid) owning the peer's socket when the peer is on this machine's loopback (the
+    // kernel's sock_diag answer); -1 for a peer elsewhere, or when the kernel could not tell.
+    int64_t peer_uid;
 } SLHTTPRequest;
 
 typedef struct {
