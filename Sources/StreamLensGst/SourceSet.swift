@@ -129,11 +129,18 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         }
     }
 
-    /// A URI GStreamer can open (scheme://…), with nothing that would end the pipeline text it is
-    /// put into (spaces, quotes, '!').
+    /// A URI GStreamer can open (scheme://…) that is one token of the pipeline text it is put
+    /// into, as given. gst-launch's parser ends a value at white space, takes a backslash as an
+    /// escape (a URI ending in one swallowed the template's next ` !`) and strips quotes at a
+    /// value's ends; every other character stays in the value (tested with GStreamer's own
+    /// parser). So those are refused, with control characters (they would end a log line), and
+    /// '!' and "'" as before; none of them belongs in a URI unencoded (RFC 3986).
     public static func uriProblem(_ uri: String) -> String? {
-        if uri.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "'" || $0 == "!" }) {
-            return "URI '\(uri)' holds a space, a quote or '!' (percent-encode them: %20, %22, %27, %21)"
+        if uri.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "the URI holds a control character (a line break, a tab…): percent-encode it (%0A, %09)"
+        }
+        if uri.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "'" || $0 == "!" || $0 == "\\" }) {
+            return "URI '\(uri)' holds a space, a quote, a backslash or '!' (percent-encode them: %20, %22, %27, %5C, %21)"
         }
         guard gst_uri_is_valid(uri) != 0 else {
             return "'\(uri)' is not a URI (expected scheme://…, e.g. file:///videos/door.mp4 or rtsp://camera.local/stream)"
