@@ -517,7 +517,8 @@ public final class APIServer: Sendable {
         switch Self.jsonBody(request) {
         case .failure(let refusal): return refusal
         case .success(let value):
-            guard case .object(let o) = value, case .string(let key)? = o["key"], !key.isEmpty, key.count <= 32 else {
+            guard case .object(let o) = value, case .string(let key)? = o["key"], !key.isEmpty, key.count <= 32,
+                  !key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
                 return Self.error(422, "the body must be {\"key\": NAME}, e.g. {\"key\": \"+\"} or {\"key\": \"space\"}")
             }
             let done = commands.press(key: key)

@@ -30,6 +30,15 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// Properties marked `live` changed while playing; delivered between frames.
     func settingsChanged(_ settings: StageSettings)
 
+    /// Checks the settings a live change would give the stage (`changing`: the properties it
+    /// sets), before any of it is applied, on the caller's thread (the HTTP API's PATCH, the
+    /// control socket's `set`, a key): throw a `StageError` for what `settingsChanged` would
+    /// refuse — a file that is not there or does not decode, a colour that is not one, a device
+    /// this machine lacks. The change is then refused with the message (HTTP 422) and nothing
+    /// is set. Work that takes long (compiling a model) stays in `settingsChanged`, which may
+    /// still refuse it and restore the values.
+    static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws
+
     /// The latency this stage adds, in nanoseconds (reported to downstream sinks so they wait
     /// for frames instead of dropping them as late).
     var latencyNanoseconds: UInt64 { get }
@@ -78,6 +87,7 @@ extension Stage {
     public func formatChanged(_ format: VideoFormat) throws {}
     public func finishOldest(wait: Bool) -> FrameOutcome? { .forward }
     public func settingsChanged(_ settings: StageSettings) {}
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {}
     public func streamEnded() {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }

@@ -59,14 +59,20 @@ public final class PipelineCommands: @unchecked Sendable {
 
     /// Sets properties of one element (nil: the only StreamLens stage), all or nothing: every
     /// assignment is checked first (the property exists, may change while playing, its value's
-    /// type and range), then all are applied. What the control socket's `set` and the HTTP API's
-    /// PATCH do.
+    /// type and range, no control character in it), then a stage checks the change as a whole
+    /// (`Stage.checkLiveChange`: its files, colours, devices), then all are applied. What the
+    /// control socket's `set`, the HTTP API's PATCH and the keys do.
     public func set(element name: String?, _ assignments: [(name: String, value: String)]) throws(ControlError) {
         let element = try target(name)
         defer { gst_object_unref(element) }
         let elementName = objectName(element)
         let descriptor = stageDescriptor(of: element)
         for (property, value) in assignments {
+            // A line break in a value forged a log line (and a clip's file name); an escape
+            // sequence would drive the terminal that shows the log.
+            if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw ControlError("the value of property \(property) of \(elementName) holds a control character (a line break, a tab, an escape): refused", property: property)
+            }
             let flags = sl_object_property_flags(element, property)
             guard flags != 0 else {
                 let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
@@ -85,6 +91,17 @@ public final class PipelineCommands: @unchecked Sendable {
             }
             guard sl_object_value_valid(element, property, value) != 0 else {
                 throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
+            }
+        }
+        if let descriptor, let stage = StageElements.registry.withLock({ $0.first { $0.descriptor.name == descriptor.name } }) {
+            var values = StageElements.settings(of: element, descriptor: descriptor).values
+            for (property, value) in assignments {
+                if let spec = descriptor.properties.first(where: { $0.name == property }) { values[property] = try? spec.parse(value) }
+            }
+            do {
+                try stage.checkLiveChange(StageSettings(descriptor: descriptor, values: values), changing: Set(assignments.map(\.name)))
+            } catch {
+                throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: assignments.count == 1 ? assignments[0].name : nil)
             }
         }
         for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }

@@ -237,6 +237,8 @@ public final class BlurStage: Stage {
         }
     }
 
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+
     public func settingsChanged(_ settings: StageSettings) {
         do { self.settings = try Settings(settings, previous: self.settings) } catch { notices.append(StageNotice(.warning, "\(error); keeping the previous settings")) }
     }

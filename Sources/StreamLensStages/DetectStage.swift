@@ -277,6 +277,12 @@ public final class DetectStage: Stage {
     public var latencyNanoseconds: UInt64 { latency.nanoseconds }
     private var latency = ReportedLatency()
 
+    /// The drawing settings, and a device this machine has (compiling for it is left to the change).
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
+        _ = try LiveSettings(settings)
+        if changing.contains("device") { try ModelLoader.process.checkDevice(settings.string("device")) }
+    }
+
     public func settingsChanged(_ settings: StageSettings) {
         do {
             live = try LiveSettings(settings)

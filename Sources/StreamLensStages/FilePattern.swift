@@ -78,7 +78,9 @@ struct FilePattern: Equatable {
         // strftime returns 0 for an empty result and for one that does not fit: keep the text then.
         var out = count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : pattern
         func clean(_ s: String) -> String {
-            let t = s.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\0", with: "")
+            // A control character (a line break) in a file name would break every log line and
+            // listing that shows it.
+            let t = String(String.UnicodeScalarView(s.unicodeScalars.map { $0 == "/" || $0.properties.generalCategory == .control ? "_" : $0 }))
             return t.isEmpty ? "_" : t
         }
         for field in fields {

@@ -65,6 +65,8 @@ public final class OverlayStage: Stage {
         return .forward
     }
 
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+
     public func settingsChanged(_ settings: StageSettings) {
         do {
             self.settings = try Settings(settings)

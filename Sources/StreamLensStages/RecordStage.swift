@@ -46,7 +46,7 @@ public final class RecordStage: Stage, AudioInput {
                          help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
             LabelFilter.property("on=track, label: only regions with these labels trigger", live: false),
             PropertySpec("record", .string, default: .string(""), live: true,
-                         help: "set to a reason (any text, e.g. manual) to trigger a clip now; reads back empty"),
+                         help: "set to a reason (a word: letters, digits, - _ ., e.g. manual) to trigger a clip now; reads back empty"),
             PropertySpec("max-clips", .int(0...1_000_000), default: .int(0),
                          help: "clips (with this location pattern) kept in the folders written into: the oldest are deleted (0: no limit)"),
             PropertySpec("max-bytes", .string, default: .string("0"),
@@ -147,7 +147,17 @@ public final class RecordStage: Stage, AudioInput {
         finisher = ClipFinisher(pattern: self.settings.pattern, retention: self.settings.retention, sink: sink)
         requestsSeen = RecordRequests.count
         RecordRequests.installSignalHandler()
+        try Self.checkLiveChange(settings, changing: ["record"])
         if !settings.string("record").isEmpty { pendingReason = settings.string("record") }
+    }
+
+    /// A clip's reason goes into its file name ({event}), its JSON, its event and the log: a
+    /// word, not text (a line break in it forged a log line and a file name).
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
+        let reason = settings.string("record")
+        guard reason.count <= 64, reason.allSatisfy({ ($0.isLetter || $0.isNumber) && $0.isASCII || "-_.".contains($0) }) else {
+            throw StageError("property record: a reason is at most 64 letters, digits, '-', '_' or '.' (e.g. record=manual)")
+        }
     }
 
     public func formatChanged(_ format: VideoFormat) throws {

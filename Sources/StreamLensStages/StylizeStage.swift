@@ -323,6 +323,21 @@ public final class StylizeStage: Stage {
         return DispatchTime.now().uptimeNanoseconds - started
     }
 
+    /// A new model or style picture loads (compiling is left to the change), a new device is
+    /// this machine's, and every manifest of a new `styles` loads.
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
+        let configuration = try configuration(from: settings)
+        if !changing.isDisjoint(with: ["model", "style-image", "device", "precision"]) {
+            _ = try Stylizer.check(configuration)
+            try ModelLoader.process.checkDevice(configuration.options.device)
+        }
+        if changing.contains("styles") {
+            for manifest in settings.string("styles").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !manifest.isEmpty {
+                _ = try ModelManifest.load(path: manifest)
+            }
+        }
+    }
+
     public func settingsChanged(_ settings: StageSettings) {
         self.settings = settings
         live = LiveSettings(settings)

@@ -47,25 +47,43 @@ final class Stylizer {
     init(_ configuration: StylizerConfiguration, models loader: ModelLoader) throws {
         self.configuration = configuration
         self.loader = loader
+        let checked = try Self.check(configuration)
+        manifest = checked.manifest
+        output = checked.output
+        if let image = checked.styleImage {
+            styleVector = try Self.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image, models: loader,
+                                                options: configuration.options)
+            styleImage = image
+        }
+        if let model = checked.model { modelUse = loader.register(model: model) }
+    }
+
+    /// What can be known of a configuration without running a network: its manifest loads and
+    /// describes an image-to-image model, an arbitrary-style model has a style picture that
+    /// decodes, and a local model's file is installed (a catalogue model that is not fails here,
+    /// not at the first frame). Used to build a stylizer and to check a live change first.
+    static func check(_ configuration: StylizerConfiguration) throws
+        -> (manifest: ModelManifest, output: ModelManifest.ImageOutput, styleImage: String?, model: String?) {
         let path = configuration.manifestPath
         guard !path.isEmpty else { throw StageError("no model: set model=PATH to a style model manifest (Models/*.json)") }
-        manifest = try ModelManifest.load(path: path)
+        let manifest = try ModelManifest.load(path: path)
         guard let output = manifest.decoder.image else {
             throw StageError("\(path) describes a detector (decoder '\(manifest.decoder.name)'), not an image-to-image model; use it with lensdetect")
         }
-        self.output = output
+        var styleImage: String?
         if let style = manifest.style {
             let image = try configuration.styleImage.isEmpty ? style.image.map { try manifest.resolve($0, relativeTo: path) } : configuration.styleImage
             guard let image else {
                 throw StageError("\(path) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy")
             }
-            styleVector = try Self.predictStyle(manifest: manifest, manifestPath: path, image: image, models: loader, options: configuration.options)
+            try InputFile.check(image, what: "style picture")
+            _ = try StillImage.loadRGB(path: image, width: 8, height: 8)
             styleImage = image
         } else if !configuration.styleImage.isEmpty {
             throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")
         }
-        // A catalogue model that is not installed fails here, not at the first frame.
-        if configuration.remote == nil { modelUse = loader.register(model: try manifest.resolve(manifest.model, relativeTo: path)) }
+        let model = configuration.remote == nil ? try manifest.resolve(manifest.model, relativeTo: path) : nil
+        return (manifest, output, styleImage, model)
     }
 
     /// The style-prediction network run once on `image`: the vector the transfer network takes.

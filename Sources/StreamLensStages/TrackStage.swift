@@ -140,6 +140,8 @@ public final class TrackStage: Stage {
                          estimate: .predicted)
     }
 
+    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+
     public func settingsChanged(_ settings: StageSettings) {
         do {
             self.settings = try Settings(settings)

@@ -322,6 +322,51 @@ import Testing
         #expect(empty.status == 2 && empty.stderr.contains("is empty: write the token in it"), "\(empty.stderr)")
     }
 
+    /// PATCH answers 2xx only for a value the stage takes: its own check runs first (a picture
+    /// that is not there or does not decode, a reason that is not a word, a control character
+    /// anywhere), and a refused value is 422 with the stage's reason, nothing set, GET reading
+    /// back what the stage uses. The control socket refuses the same.
+    @Test func aPatchIsAnsweredOnlyForAValueTheStageTakes() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let picture = dir.appendingPathComponent("back.png").path
+        _ = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/gst-launch-1.0"),
+                          ["-q", "videotestsrc", "num-buffers=1", "!", "video/x-raw,width=64,height=48", "!", "pngenc", "!", "filesink", "location=\(picture)"])
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
+        let socket = dir.appendingPathComponent("control.sock").path
+        let run = try Background.streamlens(["run", "--http", "\(port)", "--control", socket,
+                                             "\(Self.live) ! lensblur name=blur ! tee name=t t. ! queue ! fakesink t. ! queue ! videoconvert ! x264enc tune=zerolatency speed-preset=ultrafast ! h264parse ! lensrecord name=rec on=none location=\(dir.path)/clip-{event}-%03d.mp4 ! fakesink"])
+        try #require(Self.waitFor("\(u)/readyz", process: run), "not ready: \(run.stderr)")
+        let stage = "\(u)/api/sources/main/stages/blur"
+        for (value, words) in [("/nonexistent/picture.png", "no such picture file"), ("Package.swift", "cannot be decoded as a picture"),
+                               ("#12345", "is not a #rrggbb colour"), ("/tmp\nerror: forged", "control character")] {
+            let body = String(decoding: try JSONSerialization.data(withJSONObject: ["replace": value]), as: UTF8.self)
+            let r = try Self.request("PATCH", stage, json: body)
+            #expect(r.status == 422 && (r.object["error"] as? String ?? "").contains(words) && r.object["property"] as? String == "replace",
+                    "\(value.debugDescription): \(r.status) \(r.body)")
+            #expect(Self.properties(try Self.curl(stage))["replace"]?["value"] as? String == "", "after refusing \(value.debugDescription)")
+        }
+        // A good one is taken, and reads back.
+        let good = try Self.request("PATCH", stage, json: "{\"replace\": \"\(picture)\"}")
+        #expect(good.status == 200 && Self.properties(good)["replace"]?["value"] as? String == picture, "\(good.status) \(good.body)")
+        // A clip's reason is a word: a line break would forge a log line and a file name.
+        let forged = try Self.request("PATCH", "\(u)/api/sources/main/stages/rec", json: #"{"record": "x\nerror: forged"}"#)
+        #expect(forged.status == 422 && (forged.object["error"] as? String ?? "").contains("control character"), "\(forged.body)")
+        let sentence = try Self.request("PATCH", "\(u)/api/sources/main/stages/rec", json: #"{"record": "two words"}"#)
+        #expect(sentence.status == 422 && (sentence.object["error"] as? String ?? "").contains("a reason is at most 64 letters"), "\(sentence.body)")
+        #expect(try Self.request("POST", "\(u)/api/sources/main/keys", json: #"{"key": "\u001b"}"#).status == 422)
+        // The control socket refuses the same, through the same check.
+        let control = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+            f.write("set blur replace=/etc/shadow\\n"); f.flush(); print(f.readline().strip())
+            """, socket], timeout: 30)
+        #expect(control.stdout.contains("error: blur:") && control.stdout.contains("cannot be decoded as a picture"), "\(control.stdout)")
+        #expect(Self.properties(try Self.curl(stage))["replace"]?["value"] as? String == picture)
+        _ = run.stop(signal: SIGINT, timeout: 30)
+        #expect(!run.stderr.contains("forged"), "\(run.stderr)")
+    }
+
     /// curl run as another user of this machine (`nobody`, through setpriv: needs root): the
     /// status of one request.
     static func statusAsNobody(_ method: String, _ url: String, json: String? = nil, headers: [String] = []) throws -> Int {
