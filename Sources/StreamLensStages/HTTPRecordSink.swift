@@ -86,7 +86,9 @@ final class HTTPRecordSink: RecordSink {
 
     init(location: String, settings: StageSettings) throws {
         address = try Address(parsing: location)
-        client = HTTPClient(host: address.host, port: address.port, timeout: Double(settings.int("timeout-ms")) / 1000)
+        // Only an answer's status counts: a few KB of its body are read, then the connection is
+        // closed (a receiver answering without end held each request for its whole deadline).
+        client = HTTPClient(host: address.host, port: address.port, timeout: Double(settings.int("timeout-ms")) / 1000, limits: .statusOnly)
         retries = settings.int("retries")
         queue = OutputQueue(name: "streamlens.http", capacity: settings.int("max-queued"))
     }

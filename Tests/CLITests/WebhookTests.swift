@@ -57,6 +57,22 @@ import Testing
         }
     }
 
+    /// A receiver that answers 200 and then sends its body for ever: only a few KB of each
+    /// answer are read, then the connection is closed, so every record counts as sent and the
+    /// run ends as it would with a quiet receiver (each request used to read until its deadline,
+    /// up to 64 MiB, and the records were given up).
+    @Test func aReceiverThatAnswersForeverCostsAFewKilobytes() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (server, port, log) = try Self.server("endless", in: dir)
+        defer { withExtendedLifetime(server) {} }
+        let r = try CLI.run(["run", "videotestsrc num-buffers=60 ! video/x-raw,width=160,height=120 ! videoconvert ! " +
+                             "lensmetadata location=http://127.0.0.1:\(port)/hook ! fakesink"], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.summary(of: r.stderr).contains("http://127.0.0.1:\(port)/hook: 60 sent, 0 dropped"), "\(r.stderr)")
+        #expect(Self.requests(log).count == 60)
+    }
+
     /// publish=events: only the frames whose records hold events (lenszone's crossings of a face
     /// moving across the frame) make a request, and they are the same as the file's lines that
     /// hold events.

@@ -9,6 +9,8 @@ and the body (as text), before it is answered. MODE says how it answers:
     ok        204 No Content
     fail500   500 Internal Server Error
     silent    never: it reads the request and then holds the connection without a word
+    endless   200 with a chunked body that never ends (32 KB chunks as fast as they are taken,
+              for a minute at most)
 """
 import json
 import sys
@@ -31,6 +33,16 @@ class Handler(BaseHTTPRequestHandler):
                                   "body": body.decode("utf-8")}) + "\n")
         if MODE == "silent":
             time.sleep(3600)
+        elif MODE == "endless":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            end = time.time() + 60
+            try:
+                while time.time() < end:
+                    self.wfile.write(b"8000\r\n" + b"z" * 32768 + b"\r\n")
+            except OSError:
+                pass  # the client closed: what it should do
         elif MODE == "fail500":
             self.send_response(500)
             self.send_header("Content-Length", "0")

@@ -77,6 +77,22 @@ import Testing
                              limits: limits)?.message.contains("an answer of 1001 bytes or more") == true)
         #expect(Self.refused("HTTP/1.0 200 OK\r\n\r\n" + String(repeating: "y", count: 1500), limits: limits)?.message.contains("bytes or more") == true)
     }
+
+    /// `statusOnly` (a webhook's answer): a long body, however framed, is cut at 4 KB, the rest
+    /// left unread and the connection not kept; the status is the answer's.
+    @Test func statusOnlyCutsLongBodiesAndKeepsNoConnection() throws {
+        let long = String(repeating: "z", count: 100_000)
+        let framings = ["HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + long,
+                        "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "400\r\n" + String(repeating: "z", count: 1024) + "\r\n", count: 60),
+                        "HTTP/1.0 200 OK\r\n\r\n" + long]
+        for (i, text) in framings.enumerated() {
+            // The stream never ends: the reader must stop by itself.
+            let answer = try #require(try Self.read(text, step: 1000, limits: .statusOnly).first)
+            #expect(answer.body.count == 4096 && !answer.keepAlive && (200...201).contains(answer.status), "framing \(i): \(answer.body.count) bytes")
+        }
+        let short = try Self.read("HTTP/1.1 204 No Content\r\n\r\n", limits: .statusOnly)
+        #expect(short[0].status == 204 && short[0].keepAlive)
+    }
 }
 
 @Suite struct InferenceResponseDecoderTests {

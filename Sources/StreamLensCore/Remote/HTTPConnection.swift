@@ -23,12 +23,13 @@ import Synchronization
 /// `HTTPClient`'s pool, handed over under its lock.
 final class HTTPConnection: @unchecked Sendable {
     private let fd: Int32
-    private var reader = HTTPResponseReader()
+    private var reader: HTTPResponseReader
     /// Bytes received for the exchange in progress (a kept-alive connection the server closed
     /// fails before the first).
     private(set) var receivedAny = false
 
-    init(host: String, port: Int, timeout: Double) throws {
+    init(host: String, port: Int, timeout: Double, limits: HTTPResponseReader.Limits) throws {
+        reader = HTTPResponseReader(limits: limits)
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
@@ -145,10 +146,13 @@ public final class HTTPClient: Sendable {
     public let port: Int
     /// Each exchange's deadline, in seconds: connecting, sending, the whole answer.
     public let timeout: Double
+    /// What an answer may be (`HTTPResponseReader.Limits`): every byte a server sends is read
+    /// within these, so a server that answers forever costs a bounded read.
+    public let limits: HTTPResponseReader.Limits
     private let idle = Mutex<[HTTPConnection]>([])
 
-    public init(host: String, port: Int, timeout: Double) {
-        self.host = host; self.port = port; self.timeout = timeout
+    public init(host: String, port: Int, timeout: Double, limits: HTTPResponseReader.Limits = HTTPResponseReader.Limits()) {
+        self.host = host; self.port = port; self.timeout = timeout; self.limits = limits
     }
 
     /// One exchange on an idle connection (or a new one). A kept-alive connection the server
@@ -165,7 +169,7 @@ public final class HTTPClient: Sendable {
                 // closed while idle: a new connection below
             }
         }
-        let connection = try HTTPConnection(host: host, port: port, timeout: timeout)
+        let connection = try HTTPConnection(host: host, port: port, timeout: timeout, limits: limits)
         let response = try connection.exchange(method: method, path: path, host: hostHeader, headers: headers, body: body, timeout: timeout)
         if response.keepAlive { idle.withLock { $0.append(connection) } }
         return response

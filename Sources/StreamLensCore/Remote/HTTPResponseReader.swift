@@ -42,7 +42,19 @@ public struct HTTPResponseReader {
         public var headers = 128
         /// The body, however it is framed.
         public var bodyBytes = 64 * 1024 * 1024
+        /// Past `bodyBytes`: the answer is an error (a server's tensors must come whole), or,
+        /// when the body is not needed (a webhook's answer), the body is cut there and the rest
+        /// never read (the connection is then not kept: its next bytes are the rest).
+        public var cutLongBodies = false
         public init() {}
+
+        /// A webhook's answer: its status matters, its body hardly; a few KB of it are read.
+        public static var statusOnly: Limits {
+            var limits = Limits()
+            limits.bodyBytes = 4096
+            limits.cutLongBodies = true
+            return limits
+        }
     }
 
     /// More bytes of the stream, or nil at its end (the peer closed). Throws for a failure of
@@ -137,17 +149,27 @@ public struct HTTPResponseReader {
             body = Data()
         } else if let encoding = headers["transfer-encoding"] {
             guard encoding.lowercased() == "chunked" else { throw WireError("Transfer-Encoding \(Self.printable(encoding)) (only chunked is read)") }
-            body = try chunkedBody()
+            let chunked = try chunkedBody()
+            body = chunked.body
+            if chunked.cut { keepAlive = false }
         } else if let text = headers["content-length"] {
             let length = try Self.length(text, what: "Content-Length")
-            guard length <= limits.bodyBytes else { throw tooLarge(length) }
-            body = try take(length)
+            if length > limits.bodyBytes {
+                guard limits.cutLongBodies else { throw tooLarge(length) }
+                body = try take(limits.bodyBytes)
+                keepAlive = false
+            } else {
+                body = try take(length)
+            }
         } else {
             // The body runs to the end of the connection.
             while try fill() {
-                guard available <= limits.bodyBytes else { throw tooLarge(available) }
+                guard available <= limits.bodyBytes else {
+                    guard limits.cutLongBodies else { throw tooLarge(available) }
+                    break
+                }
             }
-            body = Data(buffer[start...])
+            body = Data(buffer[start..<min(buffer.count, start + limits.bodyBytes)])
             start = buffer.count
             keepAlive = false
         }
@@ -178,7 +200,9 @@ public struct HTTPResponseReader {
         }
     }
 
-    private mutating func chunkedBody() throws -> Data {
+    /// The chunks' bytes; `cut` when they went past `bodyBytes` and `cutLongBodies` kept only
+    /// that much (the rest left unread).
+    private mutating func chunkedBody() throws -> (body: Data, cut: Bool) {
         var body = Data()
         while true {
             let sizeLine = try line()
@@ -188,9 +212,13 @@ public struct HTTPResponseReader {
             }
             if size == 0 {
                 _ = try headerBlock() // trailers
-                return body
+                return (body, false)
             }
-            guard body.count + size <= limits.bodyBytes else { throw tooLarge(body.count + size) }
+            if body.count + size > limits.bodyBytes {
+                guard limits.cutLongBodies else { throw tooLarge(body.count + size) }
+                body.append(try take(limits.bodyBytes - body.count))
+                return (body, true)
+            }
             body.append(try take(size))
             guard try line().isEmpty else { throw WireError("a chunk longer than its size") }
         }
