@@ -8,8 +8,9 @@ import Synchronization
 /// holding it costs a reference, not a copy of its bytes.
 public final class EncodedFrame: @unchecked Sendable {
     // @unchecked: the sample is only read after init (a GstSample and its buffer are immutable
-    // while shared), and its reference is dropped once, in deinit.
-    fileprivate let sample: OpaquePointer
+    // while shared).
+    private let reference: SampleReference
+    fileprivate var sample: OpaquePointer { reference.pointer }
     public let pts: UInt64?
     public let dts: UInt64?
     public let duration: UInt64?
@@ -36,7 +37,7 @@ public final class EncodedFrame: @unchecked Sendable {
     }
 
     private init(sample: OpaquePointer, pts: UInt64?, dts: UInt64?, duration: UInt64?, keyframe: Bool) {
-        self.sample = gst_sample_ref(sample)!
+        reference = SampleReference(retaining: sample)
         self.pts = pts
         self.dts = dts
         self.duration = duration
@@ -49,8 +50,6 @@ public final class EncodedFrame: @unchecked Sendable {
             streamSeconds = pts.map { Double($0) / 1e9 }
         }
     }
-
-    deinit { gst_sample_unref(sample) }
 
     /// Its media type (`audio/mpeg`, `video/x-h264`…), nil without caps.
     public var mediaType: String? {
@@ -73,9 +72,12 @@ public final class EncodedFrame: @unchecked Sendable {
 public final class ClipWriter: @unchecked Sendable {
     // @unchecked: used from the stage's worker thread only (append, finish); GStreamer's own
     // objects are thread-safe.
-    private let pipeline: UnsafeMutablePointer<GstElement>
-    private let appsrc: UnsafeMutablePointer<GstAppSrc>
-    private let audioSource: UnsafeMutablePointer<GstAppSrc>?
+    private let pipelineReference: ObjectReference<GstElement>
+    private let appsrcReference: ObjectReference<GstAppSrc>
+    private let audioReference: ObjectReference<GstAppSrc>?
+    private var pipeline: UnsafeMutablePointer<GstElement> { pipelineReference.pointer }
+    private var appsrc: UnsafeMutablePointer<GstAppSrc> { appsrcReference.pointer }
+    private var audioSource: UnsafeMutablePointer<GstAppSrc>? { audioReference?.pointer }
     private var base: UInt64?
     /// The stream time (ns) of the clip's 0: where audio, timed by its own segment, is placed.
     private var origin: Double?
@@ -107,31 +109,26 @@ public final class ClipWriter: @unchecked Sendable {
             throw StageError("cannot build the clip writer (\(error.map(parseErrorMessage) ?? "?"); are gst-plugins-good's mp4mux and gst-plugins-bad's \(parser) installed?)")
         }
         if let error { g_error_free(error) }
+        // Each reference has one owner from here on: a throw below drops each once.
+        pipelineReference = ObjectReference(adopting: p)
         let bin = UnsafeMutableRawPointer(p).assumingMemoryBound(to: GstBin.self)
-        guard let src = gst_bin_get_by_name(bin, "src") else {
-            gst_object_unref(p)
-            throw StageError("the clip writer has no appsrc")
+        func source(_ name: String) -> ObjectReference<GstAppSrc>? {
+            gst_bin_get_by_name(bin, name).map { ObjectReference(adopting: UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstAppSrc.self)) }
         }
-        pipeline = p
-        appsrc = UnsafeMutableRawPointer(src).assumingMemoryBound(to: GstAppSrc.self)
-        audioSource = audio != nil ? gst_bin_get_by_name(bin, "audio").map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstAppSrc.self) } : nil
-        audioOpen = audioSource != nil
+        guard let src = source("src") else { throw StageError("the clip writer has no appsrc") }
+        appsrcReference = src
+        audioReference = audio != nil ? source("audio") : nil
+        audioOpen = audioReference != nil
         if let audioSource, let caps = audio.flatMap({ gst_sample_get_caps($0.sample) }) { gst_app_src_set_caps(audioSource, caps) }
         if gst_element_set_state(p, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE {
             let why = firstBusError(p) ?? "it would not start"
-            gst_element_set_state(p, GST_STATE_NULL)
-            gst_object_unref(src)
-            if let audioSource { gst_object_unref(audioSource) }
-            gst_object_unref(p)
+            // deinit runs (every property is set) and stops it.
             throw StageError("cannot write \(path): \(why)")
         }
     }
 
     deinit {
         gst_element_set_state(pipeline, GST_STATE_NULL)
-        gst_object_unref(appsrc)
-        if let audioSource { gst_object_unref(audioSource) }
-        gst_object_unref(pipeline)
     }
 
     /// Whether the writer failed or holds too much unwritten (then `failure` says why).

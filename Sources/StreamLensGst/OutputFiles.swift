@@ -20,7 +20,8 @@ import Foundation
 /// itself (in the pipeline or a plain `bin`), writing a regular file or a new one, not appending.
 final class OutputFiles {
     private struct Guarded {
-        let element: UnsafeMutablePointer<GstElement>
+        let reference: ObjectReference<GstElement>
+        var element: UnsafeMutablePointer<GstElement> { reference.pointer }
         let target: String
         let temporary: String
         let existed: Bool
@@ -46,14 +47,10 @@ final class OutputFiles {
             let url = URL(fileURLWithPath: target)
             let temporary = url.deletingLastPathComponent()
                 .appendingPathComponent(".\(url.lastPathComponent).streamlens-\(getpid()).partial").path
-            gst_object_ref(element)
-            guard sl_output_file_guard(element, temporary, target, existed ? 1 : 0) != 0 else { gst_object_unref(element); continue }
-            files.append(Guarded(element: element, target: target, temporary: temporary, existed: existed))
+            let reference = ObjectReference(retaining: element)
+            guard sl_output_file_guard(element, temporary, target, existed ? 1 : 0) != 0 else { continue }
+            files.append(Guarded(reference: reference, target: target, temporary: temporary, existed: existed))
         }
-    }
-
-    deinit {
-        for file in files { gst_object_unref(file.element) }
     }
 
     /// The file to replace: `location` itself, or what a symbolic link there points to (the link

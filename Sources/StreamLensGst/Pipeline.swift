@@ -52,7 +52,8 @@ public final class Pipeline {
         }
     }
 
-    let pipeline: UnsafeMutablePointer<GstElement>
+    private let reference: ObjectReference<GstElement>
+    var pipeline: UnsafeMutablePointer<GstElement> { reference.pointer }
     /// The pipeline text that was parsed.
     public let description: String
     /// What the stages reported during the last run: (kind, text), kind "caps", "stats" (at end of
@@ -101,7 +102,7 @@ public final class Pipeline {
             throw HostError(.spec, message)
         }
         guard let pipeline = parsed else { throw HostError(.spec, "cannot parse pipeline") }
-        self.pipeline = pipeline
+        reference = ObjectReference(adopting: pipeline)
         self.description = description
         if let stage = stages.first(where: { sl_stage_internals_intact($0) == 0 }) {
             throw HostError(.spec, "\(objectName(stage)): its inner stage_sink/stage_src are part of the bridge and cannot be set from the spec")
@@ -125,7 +126,6 @@ public final class Pipeline {
 
     deinit {
         if leftBehind == nil { gst_element_set_state(pipeline, GST_STATE_NULL) }
-        gst_object_unref(pipeline)
     }
 
     /// Every element, depth first (bins' children included, stage internals excluded).

@@ -9,10 +9,11 @@ import StreamLensCore
 /// the stage picks the new value up between two frames. A bad command changes nothing and is
 /// answered with an error; a `set` of several properties is all or nothing.
 ///
-/// @unchecked Sendable: the pipeline is a reference-counted GstObject (held until deinit) whose
-/// properties GObject lets any thread set.
+/// @unchecked Sendable: the pipeline is a reference-counted GstObject (held as long as this
+/// lives) whose properties GObject lets any thread set.
 public final class PipelineCommands: @unchecked Sendable {
-    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let reference: ObjectReference<GstElement>
+    private var pipeline: UnsafeMutablePointer<GstElement> { reference.pointer }
     private let access: ControlAccess
 
     public convenience init(pipeline: Pipeline, access: ControlAccess) {
@@ -20,12 +21,9 @@ public final class PipelineCommands: @unchecked Sendable {
     }
 
     init(pipeline: UnsafeMutablePointer<GstElement>, access: ControlAccess) {
-        self.pipeline = pipeline
+        reference = ObjectReference(retaining: pipeline)
         self.access = access
-        gst_object_ref(pipeline)
     }
-
-    deinit { gst_object_unref(pipeline) }
 
     /// Carries out one command line and returns the reply.
     public func execute(_ line: String) -> String {

@@ -11,10 +11,10 @@ import StreamLensCore
 /// Used only on the worker thread, for one frame.
 final class SamplePixels: FramePixels {
     /// The sample to push on: the pulled one, or the fresh one after write access.
-    private(set) var sample: OpaquePointer
+    private var reference: SampleReference
+    var sample: OpaquePointer { reference.pointer }
 
-    init(taking sample: OpaquePointer) { self.sample = sample }
-    deinit { gst_sample_unref(sample) }
+    init(taking sample: OpaquePointer) { reference = SampleReference(adopting: sample) }
 
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         guard let buffer = gst_sample_get_buffer(sample) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
@@ -216,8 +216,7 @@ final class SamplePixels: FramePixels {
         let own = sl_buffer_make_writable(gst_buffer_ref(buffer))
         let fresh = gst_sample_new(own, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
         gst_buffer_unref(own)
-        gst_sample_unref(sample)
-        sample = fresh
+        reference = SampleReference(adopting: fresh)
     }
 
     /// Hands the buffer over (the caller owns the reference): the sample keeps its caps and
@@ -226,8 +225,7 @@ final class SamplePixels: FramePixels {
         guard let buffer = gst_sample_get_buffer(sample) else { return nil }
         gst_buffer_ref(buffer)
         let fresh = gst_sample_new(nil, gst_sample_get_caps(sample), gst_sample_get_segment(sample), nil)!
-        gst_sample_unref(sample)
-        sample = fresh
+        reference = SampleReference(adopting: fresh)
         return buffer
     }
 }

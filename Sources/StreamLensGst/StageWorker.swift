@@ -22,10 +22,11 @@ import Synchronization
 /// @unchecked Sendable: `stage`, `format`, `statistics` and the other `var`s below are used only
 /// with `processing` held once `start()` has run (by the worker, or in-line by the upstream
 /// streaming thread; before that only by the starting thread);
-/// `pendingSettings` and `stopping` are Mutex/Atomic; the element pointer is a counted
-/// reference held until deinit.
+/// `pendingSettings` and `stopping` are Mutex/Atomic; the element is a counted reference
+/// (`ObjectReference`) held as long as the worker.
 final class StageWorker: @unchecked Sendable {
-    let element: UnsafeMutablePointer<GstElement>
+    private let elementReference: ObjectReference<GstElement>
+    var element: UnsafeMutablePointer<GstElement> { elementReference.pointer }
     /// False for a sink stage: the frames end with the stage.
     let hasOutput: Bool
     let stage: any Stage
@@ -58,8 +59,7 @@ final class StageWorker: @unchecked Sendable {
     let watchdog: SourceWatchdog?
 
     init(element: UnsafeMutablePointer<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings) {
-        self.element = element
-        gst_object_ref(element)
+        elementReference = ObjectReference(retaining: element)
         self.hasOutput = sl_stage_has_output(element) != 0
         self.stage = stage
         self.descriptor = descriptor
@@ -78,7 +78,6 @@ final class StageWorker: @unchecked Sendable {
         MetricsRegistry.shared.remove(source: metricsSource)
         StageFigures.remove(key: metricsSource)
         if let lastCaps { gst_caps_unref(lastCaps) }
-        gst_object_unref(element)
     }
 
     func start() {

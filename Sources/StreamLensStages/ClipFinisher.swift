@@ -8,6 +8,10 @@ import Synchronization
 /// never waits for a disk): the writer finished (its MP4 index written), the file given its
 /// name (never over another), the JSON written beside it, retention applied, and the `clip`
 /// event reported (the bus and the API through the stage, `events=` through its record sink).
+///
+/// A clip is under its name only if it decodes: one whose writing failed (a full disk, a disk
+/// too slow) is cut back to its last whole fragment (`MP4Fragments`) and kept with
+/// `"complete": false`, counted as failed; with no whole fragment it is deleted.
 final class ClipFinisher: Sendable {
     struct Figures: Sendable {
         var written = 0, bytes = 0, deleted = 0, failed = 0
@@ -46,9 +50,21 @@ final class ClipFinisher: Sendable {
         queue.async(group: group) { [self] in
             let failure = writer.finish(timeout: 10)
             var record = record
-            if let failure, record.incomplete == nil {
-                record.incomplete = failure
-                state.withLock { $0.notices.append(StageNotice(.warning, "clip \(path): \(failure); it plays up to its last whole second")) }
+            if let why = record.incomplete ?? failure {
+                // Written only in part: what is whole stays, the cut-off end goes.
+                record.incomplete = why
+                record.complete = false
+                record.end = nil
+                guard let whole = MP4Fragments.whole(path: temporary), whole.hasMovie, whole.fragments > 0 else {
+                    unlink(temporary)
+                    return warn("no clip \(path): \(why); not one whole fragment was written")
+                }
+                guard truncate(temporary, off_t(whole.length)) == 0 else {
+                    let error = String(cString: strerror(errno))
+                    unlink(temporary)
+                    return warn("no clip \(path): \(why); it could not be cut back to its last whole fragment (\(error))")
+                }
+                record.frames = whole.videoFrames
             }
             guard let size = (try? FileManager.default.attributesOfItem(atPath: temporary))?[.size] as? Int, size > 0 else {
                 unlink(temporary)
@@ -76,9 +92,14 @@ final class ClipFinisher: Sendable {
             if made != 0 { warn("clip \(clip) written, its JSON not (\(String(cString: strerror(made))))") }
             let ms = Double(DispatchTime.now().uptimeNanoseconds - asked) / 1e6
             let deleted = retention.apply(keeping: clip)
+            if !record.complete {
+                warn("clip \(clip) cut short: \(record.incomplete ?? "write failed"); kept up to its last whole fragment (\(record.frames) frames), \"complete\": false in its JSON")
+            }
             state.withLock {
-                $0.figures.written += 1
-                $0.figures.bytes += size + data.count
+                if record.complete {
+                    $0.figures.written += 1
+                    $0.figures.bytes += size + data.count
+                }
                 $0.figures.deleted += deleted
                 $0.figures.finalizeMilliseconds.append(ms)
                 $0.events.append(FrameEvent(type: "clip", zone: "", objectId: record.events.first?.objectId ?? -1,

@@ -438,6 +438,9 @@ struct ClipRecord: Encodable, Sendable {
     var start: Double?
     var end: Double?
     var frames = 0
+    /// False for a clip whose writing failed (a full disk, a disk too slow): cut back to its
+    /// last whole fragment, `incomplete` says why, `frames` counts what it holds, `end` is absent.
+    var complete = true
     /// Set when the clip ended early (the disk): why.
     var incomplete: String?
     /// The audio track's media type (audio/mpeg…), and its frames; absent: a clip of video only.
@@ -448,7 +451,7 @@ struct ClipRecord: Encodable, Sendable {
     var detections: [MetadataRecord.Region]
 
     enum CodingKeys: String, CodingKey {
-        case stage, pattern, clip, counter, trigger, events, width, height, start, end, frames, incomplete, detections, audio
+        case stage, pattern, clip, counter, trigger, events, width, height, start, end, frames, complete, incomplete, detections, audio
         case audioFrames = "audio_frames"
         case schemaVersion = "schema_version"
         case triggerTime = "trigger_time"

@@ -199,4 +199,67 @@ import Testing
         let on = try CLI.run(["run", "videotestsrc num-buffers=10 ! x264enc ! h264parse ! lensrecord on=motion ! fakesink"], timeout: 60)
         #expect(on.status == 1 && on.stderr.contains("'motion' is not a trigger"), "\(on.stderr)")
     }
+
+    /// A disk that fills while a clip is written (here the file size limit, RLIMIT_FSIZE, with
+    /// SIGXFSZ ignored: every write past 1 MB fails as on a full disk, no root needed): the clip
+    /// is cut back to its last whole fragment, decodes without an error, says `"complete": false`
+    /// and how many frames it holds, and counts as failed (a clip cut mid-fragment used to sit
+    /// under its name with decoding errors at its tail).
+    @Test func aClipCutByAFullDiskIsCutBackToWhatDecodes() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let limited = #"import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "#
+            + #"resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20)); os.execv(sys.argv[1], sys.argv[1:])"#
+        let run = try Background(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", limited, CLI.binary.path, "run",
+            "videotestsrc is-live=true pattern=snow num-buffers=120 ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert "
+            + "! x264enc tune=zerolatency speed-preset=ultrafast bitrate=4000 key-int-max=15 ! h264parse "
+            + "! lensrecord name=rec pre=1 post=2 on=none record=full location=\(dir.path)/clip-%05d.mp4 ! fakesink"])
+        #expect(run.waitForExit(timeout: 60 * CLI.slowdown), "\(run.stderr)")
+        #expect(run.process.terminationStatus == 0, "\(run.stderr)")
+        let clip = dir.appendingPathComponent("clip-00001.mp4").path
+        let json = try #require(try Self.records(dir)["clip-00001.mp4"], "\(run.stderr)")
+        #expect(json["complete"] as? Bool == false && (json["incomplete"] as? String)?.isEmpty == false && json["end"] == nil, "\(json)")
+        let probed = try #require(Self.probe(clip), "ffprobe cannot read the clip")
+        #expect(probed.frames > 0 && probed.frames == json["frames"] as? Int, "\(probed) \(json)")
+        #expect(try Self.decodes(clip), "the clip does not decode cleanly")
+        #expect(run.stderr.contains("rec: clip \(clip) cut short:") && run.stderr.contains("0 clips written") && run.stderr.contains("1 failed"),
+                "\(run.stderr.suffix(800))")
+    }
+
+    /// The clip folder turns unwritable mid-run (a permission change; run as nobody, as root
+    /// ignores file modes): each trigger costs one warning and no GStreamer-CRITICAL (the
+    /// writer's objects were unreffed twice), and once the folder is writable again the next
+    /// trigger writes a clip.
+    @Test(.enabled(if: getuid() == 0, "switching to another user (nobody) needs root"))
+    func aClipFolderThatTurnsUnwritableCostsWarningsAndRecovers() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clips = dir.appendingPathComponent("clips"), binary = dir.appendingPathComponent("streamlens")
+        try FileManager.default.createDirectory(at: clips, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: CLI.binary, to: binary) // reachable by nobody wherever the checkout is
+        chmod(dir.path, 0o755)
+        chmod(clips.path, 0o777)
+        let run = try Background(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path, "run", "-v",
+            "videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert "
+            + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 ! h264parse "
+            + "! lensrecord name=rec pre=1 post=0.2 on=none location=\(clips.path)/c-%05d.mp4 ! fakesink"])
+        try #require(run.waitFor("rec: video/x-h264", timeout: 60), "\(run.stderr)")
+        chmod(clips.path, 0o555)
+        // A trigger within a failed clip's `post` extends it (no second warning): several, paced.
+        let warning = "warning: rec: no clip: cannot write"
+        for _ in 1...8 {
+            let seen = run.occurrences(of: warning)
+            kill(run.pid, SIGUSR1)
+            _ = run.waitFor(warning, count: seen + 1, timeout: 3)
+        }
+        #expect(run.occurrences(of: warning) >= 2, "\(run.stderr.suffix(600))")
+        chmod(clips.path, 0o777)
+        kill(run.pid, SIGUSR1)
+        #expect(run.waitFor("rec: clip ", timeout: 30), "the clip event (-v prints it): \(run.stderr.suffix(600))")
+        let r = run.stop(signal: SIGINT, timeout: 30)
+        #expect(!r.timedOut && r.status == 0, "\(r.stderr.suffix(600))")
+        #expect(!r.stderr.contains("CRITICAL"), "\(r.stderr.prefix(2000))")
+        let written = try FileManager.default.contentsOfDirectory(atPath: clips.path).filter { $0.hasSuffix(".mp4") }
+        #expect(written.count == 1, "\(written) \(r.stderr.suffix(600))")
+    }
 }
