@@ -8,9 +8,9 @@ import Synchronization
 /// `--http`: the HTTP API of `streamlens run` and `serve` (docs/http-api.md; the routes are in
 /// `OpenAPIDocument`), on `HTTPServer`.
 ///
-/// Requests that only read are answered on the server's thread at once; adding and removing a
-/// source waits for the pipeline (to play, to finalize its outputs), so those run on a queue of
-/// their own and answer from there. Every change goes through the same calls as the control
+/// Requests that only read are answered on the server's thread at once; what waits (a source
+/// starting or ending, a WHEP answer's candidates, the next frame at a point) runs on a thread of
+/// its own (`WaitingWork`, bounded) and answers from there, so nothing waits behind it. Every change goes through the same calls as the control
 /// socket: `SourceCatalog` (SourceSet's add and remove) and `PipelineCommands.set`.
 public final class APIServer: Sendable {
     public struct Settings: Sendable {
@@ -29,7 +29,10 @@ public final class APIServer: Sendable {
     private let catalog: any SourceCatalog
     private let settings: Settings
     private let version: String
-    private let slow = DispatchQueue(label: "streamlens.api", attributes: .concurrent)
+    /// What waits, each on a thread of its own.
+    private let waiting = WaitingWork(limit: 32)
+    /// Taps of sources that are gone, let go one at a time.
+    private let sweeping = DispatchQueue(label: "streamlens.api.sweep")
     /// Open event streams, for their keep-alive comments.
     private let streams = Mutex<[UInt64: HTTPExchange]>([:])
     private nonisolated(unsafe) let keepAlive: DispatchSourceTimer
@@ -72,7 +75,7 @@ public final class APIServer: Sendable {
         // A source that ends takes its video for browsers with it at once.
         let token = EventLog.shared.subscribe(after: EventLog.shared.entries.last?.id) { [weak self] entry in
             guard entry.json.contains("\"type\":\"source-"), let self else { return }
-            slow.async { self.sweepWeb() }
+            sweeping.async { self.sweepWeb() }
         }
         eventToken.store(token, ordering: .relaxed)
         let web = self.web
@@ -255,11 +258,14 @@ public final class APIServer: Sendable {
         case ("GET", "/api/sources"):
             reply(Self.encoded(200, catalog.statuses()))
         case ("POST", "/api/sources"):
-            slow.async { [self] in reply(addSource(request)) }
+            waiting.run(else: reply) { [self] in reply(addSource(request)) }
         case ("GET", "/api/sources/{name}"):
             reply(source(name))
         case ("DELETE", "/api/sources/{name}"):
-            slow.async { [self] in reply(removeSource(name)) }
+            // A name that is not there is answered at once: only a real removal waits (for the
+            // source's end of stream), and it never waits behind starts.
+            guard catalog.statuses().contains(where: { $0.name == name }) else { return reply(noSource(name)) }
+            waiting.run(else: reply) { [self] in reply(removeSource(name)) }
         case ("GET", "/api/sources/{name}/stages"):
             guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
             reply(Self.json(200, "[" + commands.stages().map(Self.stageJSON).joined(separator: ",") + "]"))
@@ -527,13 +533,13 @@ public final class APIServer: Sendable {
     }
 
     /// WHEP: the offer to the source's tap (made now if needed); the answer once the server's
-    /// candidates are gathered, from the slow queue.
+    /// candidates are gathered, from a thread of its own.
     private func whep(_ name: String, _ request: HTTPRequest, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
         guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
         guard request.mediaType == "application/sdp" else { return reply(Self.error(415, "the body must be an SDP offer, sent with Content-Type: application/sdp")) }
         let at = request.query["at"]
         let offer = String(decoding: request.body, as: UTF8.self)
-        slow.async { [self] in reply(answer(name, at: at, offer: offer, commands: commands)) }
+        waiting.run(else: reply) { [self] in reply(answer(name, at: at, offer: offer, commands: commands)) }
     }
 
     /// A source's video can be tapped once it plays (before, its caps are not settled and the
@@ -602,12 +608,12 @@ public final class APIServer: Sendable {
 
     /// The next frame's regions at a point (the video's, or `?at=`), as lensmetadata's record:
     /// a probe takes the frame's buffer by reference (its metas; no pixels) when asked, waited
-    /// for on the slow queue.
+    /// for on a thread of its own.
     private func regions(_ name: String, _ request: HTTPRequest, _ reply: @escaping @Sendable (HTTPReply) -> Void) {
         guard let commands = catalog.commands(of: name) else { return reply(noSource(name)) }
         let at = request.query["at"]
         if let refusal = notPlaying(name) { return reply(refusal) }
-        slow.async { [self] in reply(regionsRecord(name, at: at, commands: commands)) }
+        waiting.run(else: reply) { [self] in reply(regionsRecord(name, at: at, commands: commands)) }
     }
 
     private func regionsRecord(_ name: String, at: String?, commands: PipelineCommands) -> HTTPReply {
@@ -653,8 +659,11 @@ public final class APIServer: Sendable {
         case .invalid, .didNotStart: status = 422
         case .taken, .notHere: status = 409
         case .unknown: status = 404
+        case .busy: status = 503
         }
-        return error(status, String(refusal.message.split(separator: "\n").first ?? ""))
+        var reply = error(status, String(refusal.message.split(separator: "\n").first ?? ""))
+        if refusal.reason == .busy { reply.headers.append(("Retry-After", "2")) }
+        return reply
     }
 
     static func error(_ status: Int, _ message: String, property: String? = nil) -> HTTPReply {
@@ -731,6 +740,32 @@ enum JSONValue: Decodable, Equatable {
         case .number(let d): return JSONText.number(d)
         case .string(let s): return s
         default: return nil
+        }
+    }
+}
+
+/// Requests whose answers wait (a source starting, up to its start timeout; a WHEP answer's
+/// candidates; the next frame at a point), each on a thread of its own, at most `limit` at once;
+/// beyond that the request is answered 503 with Retry-After at once. Not a GCD queue: on Linux
+/// its pool is about as wide as the machine's cores and a block waiting on a semaphore holds a
+/// worker, so two sources starting held up every other such answer (3 s for a refusal, here).
+final class WaitingWork: Sendable {
+    let limit: Int
+    private let running = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Runs `body` on a new thread, or answers `refuse` with 503 when `limit` are running.
+    func run(else refuse: @escaping @Sendable (HTTPReply) -> Void, _ body: @escaping @Sendable () -> Void) {
+        guard running.add(1, ordering: .relaxed).newValue <= limit else {
+            running.subtract(1, ordering: .relaxed)
+            var busy = APIServer.error(503, "\(limit) requests are already waiting for the pipelines (sources starting, video being negotiated): try again shortly")
+            busy.headers.append(("Retry-After", "1"))
+            return refuse(busy)
+        }
+        Thread.detachNewThread { [self] in
+            defer { running.subtract(1, ordering: .relaxed) }
+            body()
         }
     }
 }

@@ -35,7 +35,8 @@ enum OpenAPIDocument {
           "409": {"$ref": "#/components/responses/Error"},
           "413": {"description": "The body is larger than 64 KB"},
           "415": {"$ref": "#/components/responses/Error"},
-          "422": {"$ref": "#/components/responses/Error"}}}
+          "422": {"$ref": "#/components/responses/Error"},
+          "503": {"description": "As many sources as may start at once (4) are starting: try again after Retry-After seconds", "headers": {"Retry-After": {"schema": {"type": "integer"}}}}}}
     },
     "/api/sources/{name}": {
       "parameters": [{"$ref": "#/components/parameters/name"}],

@@ -31,6 +31,8 @@ public struct SourceRefusal: Error, Sendable, Equatable {
         case didNotStart
         /// This host does not add or remove sources (run), or is ending.
         case notHere
+        /// As many sources as may start at once are starting: try again in a moment.
+        case busy
     }
     public var reason: Reason
     public var message: String

@@ -108,6 +108,16 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// too, so that its state and error can be read).
     private var sources: [Source] = []
     private var closed = false
+    /// Names whose pipelines are being built (outside the lock), not yet listed.
+    private var reserved: Set<String> = []
+    /// Sources being built or starting now (`maxStarting` at most).
+    private var starting = 0
+
+    /// Sources that may start at once. A start holds a thread and its pipeline's own (decoders,
+    /// sockets) until it plays or the start timeout passes; a flood of starts that never finish
+    /// (60 POSTs of silent UDP sources) held the API for a minute and grew 160 threads. Beyond
+    /// it a start is refused at once (`busy`: the HTTP API answers 503 with Retry-After).
+    public static let maxStarting = 4
 
     /// `options` are each source's run options (signals, control and progress are the host's
     /// and are turned off here).
@@ -155,28 +165,37 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     public func add(name: String, uri: String) -> SourceRefusal? {
         guard Self.isValidName(name) else { return SourceRefusal(.invalid, "source name '\(name)' must be 1–64 letters, digits, '-' or '_'") }
         if let problem = Self.uriProblem(uri) { return SourceRefusal(.invalid, problem) }
-        // Made and listed under the lock (a second `add` of the same name waits, then is
-        // refused); started outside it.
-        let made: Result<Source, SourceRefusal> = withLock {
-            if closed { return .failure(SourceRefusal(.notHere, "the server is ending: no source can be added")) }
-            if sources.contains(where: { $0.name == name }) {
-                return .failure(SourceRefusal(.taken, "a source named \(name) exists already (remove it first, or choose another name)"))
+        // The name reserved and a start slot taken under the lock (a second `add` of the same
+        // name is refused); the pipeline built and started outside it, so that reading the
+        // sources never waits for a parse or a start.
+        let reservation: SourceRefusal? = withLock {
+            if closed { return SourceRefusal(.notHere, "the server is ending: no source can be added") }
+            if sources.contains(where: { $0.name == name }) || reserved.contains(name) {
+                return SourceRefusal(.taken, "a source named \(name) exists already (remove it first, or choose another name)")
             }
-            do {
-                let source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess)
-                sources.append(source)
-                return .success(source)
-            } catch let e as HostError {
-                return .failure(SourceRefusal(.invalid, "\(name): \(e.message)"))
-            } catch {
-                return .failure(SourceRefusal(.invalid, "\(name): \(error)"))
+            guard starting < Self.maxStarting else {
+                return SourceRefusal(.busy, "\(Self.maxStarting) sources are starting already: try again once one plays or fails (at most the start timeout)")
             }
+            starting += 1
+            reserved.insert(name)
+            return nil
         }
+        if let reservation { return reservation }
+        defer { withLock { starting -= 1 } }
         let source: Source
-        switch made {
-        case .failure(let refusal): return refusal
-        case .success(let s): source = s
+        do {
+            source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess)
+        } catch {
+            withLock { _ = reserved.remove(name) }
+            return SourceRefusal(.invalid, "\(name): \((error as? HostError)?.message ?? "\(error)")")
         }
+        let listed: Bool = withLock {
+            reserved.remove(name)
+            guard !closed else { return false }
+            sources.append(source)
+            return true
+        }
+        guard listed else { return SourceRefusal(.notHere, "the server is ending: no source can be added") }
         EventLog.shared.append(source: name, type: "source-added", fields: ["uri": uri])
         if start(source) { return nil }
         let error: String? = withLock {

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensAPI
+import StreamLensGst
 import Testing
 
 /// `--http`: the API of `run` and `serve` through the built binary, with curl as the client (a
@@ -365,6 +366,52 @@ import Testing
         #expect(Self.properties(try Self.curl(stage))["replace"]?["value"] as? String == picture)
         _ = run.stop(signal: SIGINT, timeout: 30)
         #expect(!run.stderr.contains("forged"), "\(run.stderr)")
+    }
+
+    /// A flood of starts that never finish (UDP sources nobody sends to): at most
+    /// `SourceSet.maxStarting` start at once, the rest are answered 503 with Retry-After at
+    /// once, and while those four wait for their start timeout the other requests (health, the
+    /// list, a DELETE of a name that is not there) are answered, not held behind them; the
+    /// process's threads stay bounded (60 such POSTs used to hold the API for a minute and grow
+    /// 160 threads).
+    @Test func aFloodOfStartsWaitsItsTurn() throws {
+        let port = freeLoopbackPort(), u = "http://127.0.0.1:\(port)"
+        let serve = try Background.streamlens(["serve", "--timeout", "8", "--http", "127.0.0.1:\(port)",
+                                               "uridecodebin uri=${URI} ! videoconvert ! video/x-raw,format=BGRx ! lenspass ! fakesink"])
+        try #require(Self.waitFor("\(u)/healthz", process: serve), "\(serve.stderr)")
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = freeLoopbackPort()
+        let posts = try (1...20).map { i in
+            try Background(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-D", dir.appendingPathComponent("h\(i)").path, "-o", "/dev/null", "-w", "%{http_code}",
+                                                                  "--max-time", "60", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+                                                                  #"{"name":"f\#(i)","uri":"udp://127.0.0.1:\#(base + i)"}"#, "\(u)/api/sources"])
+        }
+        // While the admitted ones are starting, everything else is answered.
+        var starting: [[String: Any]] = []
+        for _ in 0..<100 where starting.count < SourceSet.maxStarting {
+            starting = ((try Self.curl("\(u)/api/sources", timeout: 10).json as? [[String: Any]]) ?? []).filter { $0["state"] as? String == "starting" }
+            usleep(50_000)
+        }
+        #expect(starting.count == SourceSet.maxStarting, "\(starting)")
+        #expect(try Self.curl("\(u)/healthz", timeout: 10).status == 200)
+        #expect(try Self.request("DELETE", "\(u)/api/sources/nosuch", timeout: 10).status == 404)
+        let stillStarting = ((try Self.curl("\(u)/api/sources", timeout: 10).json as? [[String: Any]]) ?? []).filter { $0["state"] as? String == "starting" }
+        #expect(stillStarting.count == SourceSet.maxStarting, "the others were answered while the starts were still waiting")
+        let threads = try String(contentsOfFile: "/proc/\(serve.pid)/status", encoding: .utf8).split(separator: "\n")
+            .first { $0.hasPrefix("Threads:") }.flatMap { Int($0.dropFirst(8).trimmingCharacters(in: .whitespaces)) } ?? 0
+        #expect(threads > 0 && threads <= 60, "\(threads) threads")
+        var codes: [String: Int] = [:]
+        for (i, post) in posts.enumerated() {
+            #expect(post.waitForExit(timeout: 60), "POST \(i + 1) unanswered")
+            codes[post.stdout, default: 0] += 1
+            if post.stdout == "503" {
+                let head = (try? String(contentsOfFile: dir.appendingPathComponent("h\(i + 1)").path, encoding: .utf8)) ?? ""
+                #expect(head.lowercased().contains("retry-after: 2"), "\(head)")
+            }
+        }
+        #expect(codes == ["422": SourceSet.maxStarting, "503": 20 - SourceSet.maxStarting], "\(codes)")
+        _ = serve.stop(signal: SIGINT, timeout: 30)
     }
 
     /// curl run as another user of this machine (`nobody`, through setpriv: needs root): the
