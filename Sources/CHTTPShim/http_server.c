@@ -4,18 +4,12 @@
 // Everything below runs on the server's own thread and GMainContext except the entry points,
 // which hand their work to that thread (g_main_context_invoke) and, for start and stop, wait.
 #include "streamlens_http.h"
+#include "peer_uid.h"
 #include <libsoup/soup.h>
-#include <arpa/inet.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 typedef struct Connection Connection;
 typedef struct Pending Pending;
@@ -51,7 +45,7 @@ struct Connection {
     GSocketConnection *stream; // weak: libsoup holds it while the connection lives
     char *key;
     GSource *deadline;
-    int64_t peer_uid; // see peer_uid_of
+    int64_t peer_uid; // see sl_http_peer_uid
 };
 
 struct Pending {
@@ -126,74 +120,6 @@ static Connection *connection_of(SLHTTPServer *s, SoupServerMessage *msg) {
     return c;
 }
 
-// ---- Who is on the other end of a loopback connection ---------------------------------------
-
-static gboolean is_loopback(const struct sockaddr_storage *a) {
-    if (a->ss_family == AF_INET) return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
-    if (a->ss_family != AF_INET6) return FALSE;
-    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(v6)) return TRUE;
-    return IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127;
-}
-
-// The uid owning the other end of a TCP connection on this machine, as the kernel keeps it
-// (what `ss -e` shows and identd answered): one NETLINK_SOCK_DIAG query for the socket whose
-// source is our peer and whose destination is us. -1 when the peer is not on loopback (another
-// machine: only a token can say who it is) or the kernel did not answer.
-static int64_t peer_uid_of(int fd) {
-    struct sockaddr_storage local, remote;
-    socklen_t local_length = sizeof local, remote_length = sizeof remote;
-    if (getsockname(fd, (struct sockaddr *)&local, &local_length) != 0 || getpeername(fd, (struct sockaddr *)&remote, &remote_length) != 0) return -1;
-    if (!is_loopback(&remote) || local.ss_family != remote.ss_family) return -1;
-    struct {
-        struct nlmsghdr header;
-        struct inet_diag_req_v2 request;
-    } query;
-    memset(&query, 0, sizeof query);
-    query.header.nlmsg_len = sizeof query;
-    query.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    query.header.nlmsg_flags = NLM_F_REQUEST;
-    query.request.sdiag_family = (uint8_t)remote.ss_family;
-    query.request.sdiag_protocol = IPPROTO_TCP;
-    query.request.idiag_states = ~0u;
-    query.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-    query.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    if (remote.ss_family == AF_INET) {
-        const struct sockaddr_in *l = (const struct sockaddr_in *)&local, *r = (const struct sockaddr_in *)&remote;
-        query.request.id.idiag_sport = r->sin_port;
-        query.request.id.idiag_dport = l->sin_port;
-        memcpy(query.request.id.idiag_src, &r->sin_addr, 4);
-        memcpy(query.request.id.idiag_dst, &l->sin_addr, 4);
-    } else {
-        const struct sockaddr_in6 *l = (const struct sockaddr_in6 *)&local, *r = (const struct sockaddr_in6 *)&remote;
-        query.request.id.idiag_sport = r->sin6_port;
-        query.request.id.idiag_dport = l->sin6_port;
-        memcpy(query.request.id.idiag_src, &r->sin6_addr, 16);
-        memcpy(query.request.id.idiag_dst, &l->sin6_addr, 16);
-    }
-    int netlink = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (netlink < 0) return -1;
-    // The kernel answers at once; a bound wait all the same, as the server's thread must not block.
-    struct timeval wait = {.tv_sec = 1};
-    setsockopt(netlink, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    int64_t uid = -1;
-    union {
-        struct nlmsghdr header;
-        char bytes[8192];
-    } answer;
-    if (sendto(netlink, &query, sizeof query, 0, (struct sockaddr *)&kernel, sizeof kernel) == (ssize_t)sizeof query) {
-        ssize_t n = recv(netlink, &answer, sizeof answer, 0);
-        if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) && NLMSG_OK(&answer.header, (size_t)n)
-            && answer.header.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
-            const struct inet_diag_msg *found = NLMSG_DATA(&answer.header);
-            uid = found->idiag_uid;
-        }
-    }
-    close(netlink);
-    return uid;
-}
-
 static const char busy_answer[] =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n"
     "Connection: close\r\n\r\ntoo many connections\n";
@@ -215,7 +141,7 @@ static gboolean on_incoming(GSocketService *service, GSocketConnection *stream, 
     c->server = s;
     c->stream = stream;
     c->key = address_key(remote);
-    c->peer_uid = peer_uid_of(g_socket_get_fd(socket));
+    c->peer_uid = sl_http_peer_uid(g_socket_get_fd(socket));
     // The peer's address and port are one live connection's; one still listed under them has
     // closed (its port taken again) and only waits to be finalized: it is forgotten now.
     Connection *old = g_hash_table_lookup(s->connections, c->key);

@@ -129,9 +129,8 @@ final class OutputFiles {
                 failures.append("\(name): could not move \(file.temporary) onto \(file.target): \(String(cString: strerror(-state))); the output is in \(file.temporary)")
             }
             if pipelineStopped { sl_output_file_release(file.element) }
-            gst_object_unref(file.element)
         }
-        files.removeAll()
+        files.removeAll() // their references go with them
         return (failures, notes)
     }
 }

@@ -76,8 +76,9 @@ final class Stylizer {
             guard let image else {
                 throw StageError("\(path) is an arbitrary-style model: set style-image=PATH to the picture whose style to copy")
             }
-            try InputFile.check(image, what: "style picture")
+            try InputFile.check(image, what: "image")
             _ = try StillImage.loadRGB(path: image, width: 8, height: 8)
+            _ = try manifest.resolve(style.model, relativeTo: path) // the style network, installed
             styleImage = image
         } else if !configuration.styleImage.isEmpty {
             throw StageError("style-image is for arbitrary-style models; \(path) has its style built in")

@@ -288,13 +288,14 @@ async function pollSources() {
   if (!r.ok) { status.pollError = `sources: ${r.error}`; refreshStatus(); return; }
   status.pollError = '';
   const list = Array.isArray(r.data) ? r.data.filter(s => s && typeof s.name === 'string') : [];
+  for (const name of removing) if (!list.some(s => s.name === name)) removing.delete(name);
   syncTiles(list);
   if (!selected || !tiles.has(selected)) select(list.length ? list[0].name : null);
   const current = list.find(s => s.name === selected);
   if (current) panel.title(current);
   refreshStatus();
   // One other source's stages per round, so every tile's zone counts stay fresh.
-  const others = list.filter(s => s.name !== selected);
+  const others = list.filter(s => s.name !== selected && !removing.has(s.name));
   if (others.length) {
     const other = others[zoneCursor++ % others.length];
     const st = await api('GET', `${sourcePath(other.name)}/stages`);
@@ -303,10 +304,15 @@ async function pollSources() {
   }
 }
 
+// Sources whose removal the page asked for: not asked about again (a request for a source
+// removed meanwhile is a 404 the browser logs as an error), until the list no longer has them.
+const removing = new Set();
+
 async function removeSource(name) {
+  removing.add(name);
   const r = await api('DELETE', sourcePath(name));
   if (r.ok) { say(`removed ${name}`, 'ok'); pollSourcesNow(); }
-  else say(`remove ${name}: ${r.error}`, 'error', 8000);
+  else { removing.delete(name); say(`remove ${name}: ${r.error}`, 'error', 8000); }
 }
 
 async function addSource(e) {
@@ -582,7 +588,7 @@ function textPicture(text) {
 
 async function pollStages() {
   const name = selected;
-  if (!name) return;
+  if (!name || removing.has(name)) return;
   const r = await api('GET', `${sourcePath(name)}/stages`);
   if (name !== selected) return;
   const error = $('#panel-error');
