@@ -16,7 +16,6 @@ let package = Package(
         .library(name: "StreamLensInference", targets: ["StreamLensInference"]),
         .library(name: "StreamLensOpenVINO", targets: ["StreamLensOpenVINO"]),
         .library(name: "StreamLensBackends", targets: ["StreamLensBackends"]),
-        .library(name: "StreamLensRTSP", targets: ["StreamLensRTSP"]),
         .library(name: "StreamLensStages", targets: ["StreamLensStages"]),
         .library(name: "StreamLensTesting", targets: ["StreamLensTesting"]),
         .executable(name: "streamlens", targets: ["streamlens"]),
@@ -62,7 +61,11 @@ let package = Package(
         // they are ~15× slower (the flow: 83 ms a 512×512 frame against 5.8 ms), so live stages
         // dropped most frames under test but not in use.
         .target(name: "StreamLensCore", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
-        .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim"]),
+        // Everything that speaks GStreamer: pipelines, the stage bridge, the RTSP server and the
+        // taps for browsers. Each of its C fences is imported by one file of it; GStreamer objects
+        // never cross a module boundary as pointers (they did when the RTSP server and the web
+        // taps were modules of their own, handed samples and pipelines as raw pointers).
+        .target(name: "StreamLensGst", dependencies: ["StreamLensCore", "CGStreamer", "CGstShim", "CGstRTSPShim", "CGstWebShim"]),
         // The inference seam, no C: model requests, pre-processing, the backend registry, the
         // thread budget, the inference queue, and the remote (KServe) backend.
         .target(name: "StreamLensInference", dependencies: ["StreamLensCore"]),
@@ -72,20 +75,17 @@ let package = Package(
         // The backends a program links, registered in one line (StandardBackends.register()).
         .target(name: "StreamLensBackends", dependencies: ["StreamLensInference", "StreamLensOpenVINO"]),
         .target(name: "StreamLensDraw", dependencies: ["CCairo"]),
-        // The only Swift that imports CGstRTSPShim: the RTSP server and the lensrtsp sink stage.
-        .target(name: "StreamLensRTSP", dependencies: ["StreamLensCore", "CGstRTSPShim"]),
-        // The only Swift that imports CMosquitto (MQTTPublisher.swift): a target of its own, like
-        // StreamLensRTSP, so the C library stays behind one module that knows nothing of GStreamer.
+        // The only Swift that imports CMosquitto (MQTTPublisher.swift): a target of its own, so
+        // the C library stays behind one module that knows nothing of GStreamer.
         .target(name: "StreamLensMQTT", dependencies: ["StreamLensCore", "CMosquitto"]),
         .target(name: "StreamLensMetrics", dependencies: ["StreamLensCore"]),
         // The only Swift that imports CHTTPShim: an HTTP server knowing nothing of GStreamer.
         .target(name: "StreamLensHTTP", dependencies: ["StreamLensCore", "CHTTPShim"]),
         // The HTTP API of run and serve (routes, OpenAPI, auth, events) on StreamLensHTTP, over
         // the same command layer as the control socket (PipelineCommands, SourceSet).
-        .target(name: "StreamLensWeb", dependencies: ["CGstWebShim"]),
-        .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP", "StreamLensWeb"],
+        .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP"],
                 resources: [.copy("Console")]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensRTSP", "StreamLensMQTT"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
         // rules (FrameDelivery), for tests of a stage alone.
         .target(name: "StreamLensTesting", dependencies: ["StreamLensCore"]),

@@ -2,7 +2,6 @@ import Foundation
 import StreamLensCore
 import StreamLensGst
 import StreamLensHTTP
-import StreamLensWeb
 import Synchronization
 
 /// `--http`: the HTTP API of `streamlens run` and `serve` (docs/http-api.md; the routes are in
@@ -619,13 +618,13 @@ public final class APIServer: Sendable {
     private func regionsRecord(_ name: String, at: String?, commands: PipelineCommands) -> HTTPReply {
         let tap: WebTap
         do { tap = try web.tap(source: name, at: at, commands: commands) } catch { return Self.error(error.status, error.message) }
-        guard let sample = tap.nextFrame(timeout: 2) else {
+        guard let observed = tap.nextFrame(timeout: 2) else {
             var r = Self.error(503, "no frame passed \(tap.point) of \(name) in 2 s")
             r.headers.append(("Retry-After", "1"))
             return r
         }
         let encoder = JSONEncoder.stable()
-        let line: Data?? = ObservedFrame.read(takingSample: sample) { frame in
+        let line: Data?? = observed.read { frame in
             MetadataRecord.line(frame.pixels.regionsOfInterest(), frame: frame, encoder: encoder)
         }
         guard let record = line ?? nil else { return Self.error(500, "the frame at \(tap.point) could not be read") }

@@ -2,7 +2,6 @@ import Foundation
 import StreamLensCore
 import StreamLensGst
 import StreamLensHTTP
-import StreamLensWeb
 import Synchronization
 
 /// The API's video for browsers: one `WebTap` per (source, point) that someone watches, made at
@@ -45,7 +44,7 @@ final class WebViews: Sendable {
         }
         stale?.streams.values.forEach { $0.close() }
         if let existing { return existing }
-        let made = try WebTap(pipeline: commands.element, at: at, configuration: configuration)
+        let made = try WebTap(commands: commands, at: at, configuration: configuration)
         return state.withLock { s in
             if let e = s.taps[key], e.owner == owner { return e.tap }
             s.taps[key] = Entry(tap: made, owner: owner)

@@ -11,8 +11,12 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
     public var offsets: [Int]
     /// Total bytes of one frame.
     public var size: Int
+    /// The caps as GStreamer writes them, when the bridge negotiated them; nil for a format a
+    /// test made (raw video's caps follow from the fields; encoded video's need it: an H.264
+    /// stream's `stream-format`). Not part of `==`.
+    public var caps: String?
 
-    public init(pixelFormat: String, width: Int, height: Int, framerate: (Int, Int), strides: [Int], offsets: [Int], size: Int) {
+    public init(pixelFormat: String, width: Int, height: Int, framerate: (Int, Int), strides: [Int], offsets: [Int], size: Int, caps: String? = nil) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
@@ -20,6 +24,7 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
         self.strides = strides
         self.offsets = offsets
         self.size = size
+        self.caps = caps
     }
 
     public static func == (a: VideoFormat, b: VideoFormat) -> Bool {
@@ -35,8 +40,8 @@ public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
 
     /// Encoded video (H.264, H.265…): `pixelFormat` is the caps' media type ("video/x-h264"),
     /// the size what the caps say (0×0 when they don't), and a frame has no planes.
-    public init(encoded mediaType: String, width: Int, height: Int, framerate: (Int, Int)) {
-        self.init(pixelFormat: mediaType, width: width, height: height, framerate: framerate, strides: [], offsets: [], size: 0)
+    public init(encoded mediaType: String, width: Int, height: Int, framerate: (Int, Int), caps: String? = nil) {
+        self.init(pixelFormat: mediaType, width: width, height: height, framerate: framerate, strides: [], offsets: [], size: 0, caps: caps)
     }
 
     /// Encoded video: its frames are compressed access units, not pixels.
@@ -69,9 +74,6 @@ public protocol FramePixels: AnyObject {
     func frameRecord(_ kind: String) -> String?
     /// Stores (replaces) the frame's record of that kind.
     func setFrameRecord(_ kind: String, json: String)
-    /// The GstSample* behind the frame, for stages that hand frames to other GStreamer code
-    /// (the RTSP server's pipeline) without copying pixels. Valid only during the call.
-    func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R
 }
 
 /// One object found on a frame, as every stage after the one that found it sees it: a rectangle

@@ -21,23 +21,26 @@ public final class EncodedFrame: @unchecked Sendable {
     /// which an encoder may have shifted (x264enc adds 1000 hours); nil without a PTS.
     public let streamSeconds: Double?
 
-    /// The frame a stage of encoded video is processing (Frame.pixels of such a stage).
-    public convenience init(_ frame: Frame) {
-        self.init(sample: frame.pixels.withSample { OpaquePointer($0) }, pts: frame.pts, dts: frame.dts, duration: frame.duration,
-                  keyframe: frame.keyframe)
+    /// The frame a stage of encoded video is processing (Frame.pixels of such a stage), by
+    /// reference; a frame made in memory (a test's: its format's caps say what it is), copied.
+    /// Nil when the frame's format gives no caps.
+    public convenience init?(_ frame: Frame) {
+        guard let sample = SampleReference.of(frame) else { return nil }
+        self.init(sample: sample, pts: frame.pts, dts: frame.dts, duration: frame.duration, keyframe: frame.keyframe)
     }
 
     /// A sample of encoded audio (an `AudioInput`'s): its times are its buffer's; every audio
     /// frame counts as a keyframe. Takes a reference of its own.
-    public convenience init(audio sample: OpaquePointer) {
+    convenience init(audio sample: OpaquePointer) {
         let buffer = gst_sample_get_buffer(sample)
         func time(_ t: GstClockTime?) -> UInt64? { t.flatMap { $0 == GstClockTime.max ? nil : UInt64($0) } }
-        self.init(sample: sample, pts: time(buffer?.pointee.pts), dts: time(buffer?.pointee.dts), duration: time(buffer?.pointee.duration),
-                  keyframe: true)
+        self.init(sample: SampleReference(retaining: sample), pts: time(buffer?.pointee.pts), dts: time(buffer?.pointee.dts),
+                  duration: time(buffer?.pointee.duration), keyframe: true)
     }
 
-    private init(sample: OpaquePointer, pts: UInt64?, dts: UInt64?, duration: UInt64?, keyframe: Bool) {
-        reference = SampleReference(retaining: sample)
+    private init(sample: SampleReference, pts: UInt64?, dts: UInt64?, duration: UInt64?, keyframe: Bool) {
+        reference = sample
+        let sample = sample.pointer
         self.pts = pts
         self.dts = dts
         self.duration = duration

@@ -121,9 +121,8 @@ public final class PipelineCommands: @unchecked Sendable {
         public var keys: [KeyBinding]
     }
 
-    /// The pipeline element (a GstElement*, referenced as long as this object lives), for code
-    /// that taps its video (StreamLensWeb).
-    public var element: UnsafeMutableRawPointer { UnsafeMutableRawPointer(pipeline) }
+    /// The pipeline, for a tap of its video (WebTap).
+    var pipelineElement: UnsafeMutablePointer<GstElement> { pipeline }
 
     /// A key pressed in a view of the pipeline (the console; named as a browser or as X names
     /// it: "-" or "minus"): what a preview window does with it. Space pauses or resumes; a stage's binding (`StageDescriptor.keys`) becomes a `set`

@@ -131,10 +131,6 @@ final class SamplePixels: FramePixels {
         }
     }
 
-    func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
-        try body(UnsafeMutableRawPointer(sample))
-    }
-
     /// Every region on the buffer (no cap), with its keypoints and attributes.
     func regionsOfInterest() -> [RegionOfInterest] {
         let buffer = gst_sample_get_buffer(sample)
@@ -230,18 +226,44 @@ final class SamplePixels: FramePixels {
     }
 }
 
-/// A frame seen outside a stage — a sample a pad probe took (the HTTP API's look at a point in
-/// the pipeline) — read as a stage reads its frames: its regions and records. Never written.
-public enum ObservedFrame {
-    /// Calls `body` with the frame of `sample` (a GstSample*, whose reference this takes); nil
-    /// when the sample has no buffer or no video caps. The frame's `index` is -1: a point in the
-    /// pipeline counts no frames.
-    public static func read<R>(takingSample sample: UnsafeMutableRawPointer, _ body: (Frame) -> R) -> R? {
-        let s = OpaquePointer(sample)
-        let pixels = SamplePixels(taking: s)
+/// A frame seen outside a stage — the next frame at a point of a running pipeline (the HTTP
+/// API's look at its regions) — read as a stage reads its frames: its regions and records. It
+/// owns its sample (the buffer by reference, and caps) until it goes. Never written.
+public final class ObservedFrame: @unchecked Sendable {
+    // @unchecked: the sample is only read (a GstSample and its buffer are immutable while shared).
+    private let reference: SampleReference
+
+    init(adopting sample: OpaquePointer) { reference = SampleReference(adopting: sample) }
+
+    /// Calls `body` with the frame; nil when the sample has no buffer or no video caps. The
+    /// frame's `index` is -1: a point in the pipeline counts no frames.
+    public func read<R>(_ body: (Frame) -> R) -> R? {
+        let s = reference.pointer
         guard let caps = gst_sample_get_caps(s), let format = VideoFormat(caps: caps), let buffer = gst_sample_get_buffer(s) else { return nil }
+        let pixels = SamplePixels(taking: gst_sample_ref(s)!)
         pixels.frameSize = (format.width, format.height)
         let pts = sl_buffer_pts(buffer)
         return body(Frame(format: format, pts: pts == GstClockTime.max ? nil : UInt64(pts), duration: nil, index: -1, pixels: pixels))
+    }
+}
+
+extension SampleReference {
+    /// The GstSample a frame came in, referenced: the bridge's own; for a frame made in memory
+    /// (a test's), one made from a copy of its bytes, with caps from its format, times and
+    /// keyframe flag from the frame. Nil when no caps can be made of the format.
+    static func of(_ frame: Frame) -> SampleReference? {
+        if let pixels = frame.pixels as? SamplePixels { return SampleReference(retaining: pixels.sample) }
+        let format = frame.format
+        let text = format.caps ?? "video/x-raw,format=\(format.pixelFormat),width=\(format.width),height=\(format.height),framerate=\(format.framerate.numerator)/\(format.framerate.denominator)"
+        guard let caps = gst_caps_from_string(text) else { return nil }
+        defer { gst_caps_unref(caps) }
+        let buffer = frame.pixels.withBytes { bytes in gst_buffer_new_memdup(bytes.baseAddress, gsize(bytes.count)) }
+        guard let buffer else { return nil }
+        defer { gst_buffer_unref(buffer) }
+        if let pts = frame.pts { buffer.pointee.pts = GstClockTime(pts) }
+        if let dts = frame.dts { buffer.pointee.dts = GstClockTime(dts) }
+        if let duration = frame.duration { buffer.pointee.duration = GstClockTime(duration) }
+        if !frame.keyframe { buffer.pointee.mini_object.flags |= GST_BUFFER_FLAG_DELTA_UNIT.rawValue }
+        return gst_sample_new(buffer, caps, nil, nil).map { SampleReference(adopting: $0) }
     }
 }

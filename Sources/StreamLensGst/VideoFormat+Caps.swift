@@ -12,7 +12,7 @@ extension VideoFormat {
         self.init(pixelFormat: finfo.pointee.name.map { String(cString: $0) } ?? "unknown",
                   width: Int(info.width), height: Int(info.height),
                   framerate: (Int(info.fps_n), Int(info.fps_d)),
-                  strides: strides, offsets: offsets, size: Int(info.size))
+                  strides: strides, offsets: offsets, size: Int(info.size), caps: capsString(caps))
     }
 }
 
@@ -26,7 +26,7 @@ extension VideoFormat {
         _ = gst_structure_get_int(structure, "width", &width)
         _ = gst_structure_get_int(structure, "height", &height)
         if gst_structure_get_fraction(structure, "framerate", &n, &d) == 0 { n = 0; d = 1 }
-        self.init(encoded: name, width: Int(width), height: Int(height), framerate: (Int(n), Int(d)))
+        self.init(encoded: name, width: Int(width), height: Int(height), framerate: (Int(n), Int(d)), caps: capsString(caps))
     }
 }
 

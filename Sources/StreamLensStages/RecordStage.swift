@@ -271,7 +271,7 @@ public final class RecordStage: Stage, AudioInput {
             pendingReason = nil
             why.append(reason)
         }
-        let unit = EncodedFrame(frame)
+        guard let unit = EncodedFrame(frame) else { return .failed(reason: "a frame whose format (\(frame.format)) gives no caps") }
         let actions = recorder.add(unit, time: time, keyframe: frame.keyframe, bytes: unit.bytes, triggered: !why.isEmpty)
         for action in actions {
             switch action {

@@ -1,5 +1,4 @@
 import StreamLensCore
-import StreamLensRTSP
 
 /// Every stage this build provides, in the order `streamlens stages` lists them. A new stage is
 /// its own file plus its line here (Swift has no static initialisers to register it by itself).

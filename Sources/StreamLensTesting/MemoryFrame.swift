@@ -2,7 +2,8 @@ import StreamLensCore
 
 /// A frame held in memory: pixels and regions of interest, no GStreamer. What a stage sees
 /// through `FramePixels` is what the bridge gives it (read and write views of the bytes, the
-/// regions on the frame); `withSample` has no GstSample to give and stops the test.
+/// regions on the frame). A stage that hands frames on to GStreamer (lensrtsp, lensrecord)
+/// gets a GstSample made from a copy of the bytes and the format's caps.
 public final class MemoryPixels: FramePixels {
     public var bytes: [UInt8]
     public var regions: [RegionOfInterest]
@@ -34,10 +35,6 @@ public final class MemoryPixels: FramePixels {
     public var records: [String: String] = [:]
     public func frameRecord(_ kind: String) -> String? { records[kind] }
     public func setFrameRecord(_ kind: String, json: String) { records[kind] = json }
-
-    public func withSample<R>(_ body: (UnsafeMutableRawPointer) throws -> R) rethrows -> R {
-        preconditionFailure("an in-memory frame has no GstSample (this stage needs a pipeline: test it through one)")
-    }
 }
 
 extension VideoFormat {

@@ -33,7 +33,7 @@ final class OddDropStage: Stage {
     func process(_ frame: Frame) -> FrameOutcome { frame.index % 2 == 1 ? .drop(reason: "odd") : .forward }
 }
 
-/// A sink stage: writes each frame's bytes to a file through the GstSample it is handed.
+/// A sink stage: writes each frame's bytes to a file.
 final class RawFileSinkStage: Stage {
     static let descriptor = StageDescriptor(
         name: "lenstestrawsink", summary: "writes frames to a file (test sink)", example: "", isSink: true,
@@ -47,8 +47,6 @@ final class RawFileSinkStage: Stage {
         handle = h
     }
     func process(_ frame: Frame) -> FrameOutcome {
-        // The sample is there for code that takes GStreamer objects; the bytes are the frame's.
-        frame.pixels.withSample { sample in precondition(Int(bitPattern: sample) != 0) }
         frame.pixels.withBytes { handle.write(Data($0)) }
         return .forward
     }

@@ -7,6 +7,8 @@ import Synchronization
 /// MJPEG. Nothing is encoded while nobody watches; the tap itself costs a probe's lock per frame.
 ///
 /// This is the only Swift file that imports CGstWebShim.
+///
+/// @unchecked-free: the C tap is thread-safe; the pipeline it taps is held by `commands`.
 public final class WebTap: Sendable {
     public struct Configuration: Sendable {
         /// kbit/s of the VP8 stream.
@@ -25,12 +27,16 @@ public final class WebTap: Sendable {
 
     private struct Handle: @unchecked Sendable { let pointer: OpaquePointer }
     private let handle: Handle
+    /// The pipeline tapped, held as long as the tap.
+    private let commands: PipelineCommands
     /// "element:pad".
     public let point: String
 
-    /// Taps `pipeline` (a GstElement*, playing) at the src pad of the element named `at`, or by
-    /// default at the last raw video before a sink.
-    public init(pipeline: UnsafeMutableRawPointer, at: String?, configuration: Configuration = Configuration()) throws(Refusal) {
+    /// Taps the pipeline of `commands` (playing) at the src pad of the element named `at`, or
+    /// by default at the last raw video before a sink.
+    public init(commands: PipelineCommands, at: String?, configuration: Configuration = Configuration()) throws(Refusal) {
+        self.commands = commands
+        let pipeline = UnsafeMutableRawPointer(commands.pipelineElement)
         var c = SLWebConfig()
         c.bitrate = UInt32(clamping: configuration.bitrate)
         c.key_seconds = UInt32(clamping: configuration.keySeconds)
@@ -65,10 +71,9 @@ public final class WebTap: Sendable {
     }
 
     /// The next frame to pass the point, waited for up to `timeout` s (blocks: not on the HTTP
-    /// thread): a GstSample* (its buffer by reference, and caps) the caller owns; nil when none
-    /// came in time.
-    public func nextFrame(timeout: Double) -> UnsafeMutableRawPointer? {
-        sl_web_tap_next_frame(handle.pointer, UInt32(max(0, min(60, timeout)) * 1000))
+    /// thread), its buffer by reference; nil when none came in time.
+    public func nextFrame(timeout: Double) -> ObservedFrame? {
+        sl_web_tap_next_frame(handle.pointer, UInt32(max(0, min(60, timeout)) * 1000)).map { ObservedFrame(adopting: OpaquePointer($0)) }
     }
 
     /// WebRTC sessions open, and of them those connected.

@@ -7,7 +7,8 @@ import StreamLensCore
 /// copy), stamped with the media pipeline's running time. When nobody is watching, a push is a
 /// mutex and a nil check. Stopped (clients closed, sockets released) when the object goes away.
 ///
-/// This is the only Swift file that imports CGstRTSPShim.
+/// This is the only Swift file that imports CGstRTSPShim (StreamLensGst holds every fence that
+/// speaks GStreamer, so no GStreamer object crosses a module boundary as a pointer).
 public final class RTSPServer {
     /// How the server listens and encodes. Defaults here are the stage's defaults.
     public struct Configuration: Sendable, Equatable {
@@ -78,10 +79,11 @@ public final class RTSPServer {
 
     deinit { sl_rtsp_server_stop(handle) }
 
-    /// Hands a frame (a GstSample*, as `FramePixels.withSample` gives it) to the clients.
-    /// Returns false when nobody is watching (the frame is dropped). One thread at a time.
-    public func push(sample: UnsafeMutableRawPointer) -> Bool {
-        sl_rtsp_server_push(handle, sample)
+    /// Hands a frame to the clients (the bridge's buffer by reference; a frame made in memory,
+    /// copied). Returns false when nobody is watching (the frame is dropped). One thread at a time.
+    public func push(_ frame: Frame) -> Bool {
+        guard let sample = SampleReference.of(frame) else { return false }
+        return sl_rtsp_server_push(handle, UnsafeMutableRawPointer(sample.pointer))
     }
 
     /// RTSP connections open now.

@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensGst
 
 /// `lensrtsp`: a sink stage that serves the frames reaching it over RTSP, as H.264, to any
 /// number of players at `rtsp://ADDRESS:PORT/MOUNT`.
@@ -91,7 +92,7 @@ public final class RTSPStage: Stage {
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
-        let pushed = frame.pixels.withSample { server.push(sample: $0) }
+        let pushed = server.push(frame)
         checkClients()
         // "out" in the summary: frames handed to the players' encoder; "dropped": nobody watched.
         return pushed ? .forward : .drop(reason: "no client watching")
