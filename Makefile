@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train
 
 setup:
 	@tools/setup.sh
@@ -66,6 +66,14 @@ test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel
 	tools/sanitize.sh address --filter '$(ASAN_PASS)' --skip '$(ASAN_SKIP)'
+
+# The loop to run while you work (about a minute after a build): every test of the modules
+# (unit tests, stages on in-memory frames and backends, in-process pipelines and the HTTP server)
+# in parallel; not CLITests, which spawn the built binary (make test runs everything).
+FAST_SUITES := StreamLensCoreTests|StreamLensStagesTests|StreamLensInferenceTests|StreamLensGstTests|StreamLensAPITests
+test-fast: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --filter '^($(FAST_SUITES))\.'
 
 # The whole suite under AddressSanitizer (with LeakSanitizer) / ThreadSanitizer, every spawned
 # `streamlens` instrumented too (tools/sanitize.sh; suppressions, each with its reason, in

@@ -86,9 +86,10 @@ let package = Package(
         .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP"],
                 resources: [.copy("Console")]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT"]),
-        // Stages without GStreamer: an in-memory frame and a driver that follows the bridge's
-        // rules (FrameDelivery), for tests of a stage alone.
-        .target(name: "StreamLensTesting", dependencies: ["StreamLensCore"]),
+        // Stages without GStreamer: an in-memory frame, a driver that follows the bridge's rules
+        // (FrameDelivery), and an inference backend whose networks are Swift closures, for tests
+        // of a stage alone (as swift-nio ships NIOEmbedded).
+        .target(name: "StreamLensTesting", dependencies: ["StreamLensCore", "StreamLensInference"]),
         // The plugin: its GST_PLUGIN_DEFINE descriptor (C) and the Swift function it calls.
         .target(name: "CStreamLensPlugin", dependencies: ["CGStreamer"]),
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensBackends"]),
