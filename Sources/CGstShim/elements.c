@@ -87,3 +87,18 @@ char *sl_element_pipeline_source_name(GstElement *element) {
     gst_object_unref(top);
     return name;
 }
+
+#define SL_SHARED_KEY "streamlens-shared"
+
+void *sl_element_pipeline_shared(GstElement *element, void *(*make)(void), void (*release)(void *)) {
+    GstObject *top = sl_element_top(element);
+    GST_OBJECT_LOCK(top);
+    void *shared = g_object_get_data(G_OBJECT(top), SL_SHARED_KEY);
+    if (!shared) {
+        shared = make();
+        g_object_set_data_full(G_OBJECT(top), SL_SHARED_KEY, shared, release);
+    }
+    GST_OBJECT_UNLOCK(top);
+    gst_object_unref(top);
+    return shared;
+}

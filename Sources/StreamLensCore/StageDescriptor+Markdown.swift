@@ -12,6 +12,13 @@ extension StageDescriptor {
         let output = isSink ? "none: a sink, it ends the pipeline" : capsPassthrough ? "the same as its input" : "its own"
         lines.append("Input caps: `\(sinkCaps)`; output caps: \(output)."
                      + (takesEncodedVideo ? " Encoded video: every frame is kept and passed on, whatever `mode` says (a dropped frame would spoil the ones after it until the next keyframe)." : ""))
+        lines.append("")
+        switch placement {
+        case .inLine:
+            lines.append("Runs in-line: on upstream's streaming thread, as each frame arrives (as a GStreamer transform does); its work is short and never waits, so nothing is queued or dropped. `thread=own` puts it on a thread of its own; `mode=live` does too.")
+        case .ownThread:
+            lines.append("Runs on a thread of its own, behind a bounded queue (lossless: 4 frames, upstream waits when it is full; live: the newest frame wins): its work can take long or wait. `thread=in-line` runs it on upstream's streaming thread instead.")
+        }
         if let audioCaps {
             lines.append("")
             lines.append("Audio input: a second sink pad, `audio` (`… ! aacparse ! NAME.audio`, NAME the stage's `name`), caps `\(audioCaps)`; optional. The audio ends at the stage.")

@@ -21,6 +21,8 @@ public struct StageDescriptor: Sendable {
     public var restartsUpstream: Bool
     /// Keys the stage answers in a preview window (each a property change; `KeyBinding`).
     public var keys: [KeyBinding]
+    /// Where its frames are processed, by what the stage is (the `thread` property overrides it).
+    public var placement: StagePlacement
     /// Caps of a second input, a sink pad named `audio` (`… ! aacparse ! NAME.audio`), for a
     /// stage that also takes the stream's audio (lensrecord); nil: none. The audio ends at the
     /// stage (nothing is passed on); it reaches the stage by `AudioInput` (StreamLensGst).
@@ -29,8 +31,8 @@ public struct StageDescriptor: Sendable {
     public static let namePrefix = "lens"
 
     public init(name: String, summary: String, example: String, sinkCaps: String = "video/x-raw", audioCaps: String? = nil,
-                capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, properties: [PropertySpec],
-                keys: [KeyBinding] = []) {
+                capsPassthrough: Bool = true, isSink: Bool = false, restartsUpstream: Bool = false, placement: StagePlacement = .ownThread,
+                properties: [PropertySpec], keys: [KeyBinding] = []) {
         precondition(name.hasPrefix(Self.namePrefix), "stage names start with \(Self.namePrefix)")
         self.name = name
         self.summary = summary
@@ -39,6 +41,7 @@ public struct StageDescriptor: Sendable {
         self.capsPassthrough = capsPassthrough
         self.isSink = isSink
         self.restartsUpstream = restartsUpstream
+        self.placement = placement
         self.ownProperties = properties
         self.keys = keys
         self.audioCaps = audioCaps
@@ -51,6 +54,25 @@ public struct StageDescriptor: Sendable {
 
     /// The full property table: the stage's own, then the bridge's (same for every stage).
     public var properties: [PropertySpec] { ownProperties + BridgeSettings.properties }
+}
+
+/// Where a stage's frames are processed: decided by what the stage is, never by timing.
+public enum StagePlacement: String, Sendable, CaseIterable {
+    /// On upstream's streaming thread, as each frame arrives, as a GstBaseTransform runs: for a
+    /// stage whose work is short and never waits (drawing, tracking, counting, writing to a
+    /// queue). No queue and no hand-over; nothing is dropped; upstream waits for it.
+    case inLine = "in-line"
+    /// On a thread of its own behind a bounded queue (lossless: 4 frames, upstream waits when
+    /// it is full; live: 1, the newest wins): for a stage that runs a model or may wait.
+    case ownThread = "own-thread"
+
+    /// How a stage page and `-v` say it.
+    public var description: String {
+        switch self {
+        case .inLine: return "in-line, on upstream's streaming thread"
+        case .ownThread: return "on a thread of its own, behind a bounded queue"
+        }
+    }
 }
 
 /// One row of a property table.
@@ -197,8 +219,28 @@ public enum BridgeSettings {
         case live
     }
 
+    /// Where the stage runs, if not where it says (`StageDescriptor.placement`).
+    public enum Thread: String, Sendable, CaseIterable {
+        case auto
+        case inLine = "in-line"
+        case own
+    }
+
     public static let properties: [PropertySpec] = [
         PropertySpec("mode", .choice(Mode.allCases.map(\.rawValue)), default: .string("auto"),
-                     help: "lossless: every frame, back-pressure (files); live: newest frame wins, drops counted; auto: live if the source is"),
+                     help: "lossless: every frame, back-pressure (files); live: newest frame wins, drops counted (on a thread of its own); auto: live if the source is"),
+        PropertySpec("thread", .choice(Thread.allCases.map(\.rawValue)), default: .string("auto"),
+                     help: "auto: where the stage runs by what it is (its page says); in-line: on upstream's streaming thread; own: on a thread of its own behind a queue"),
     ]
+
+    /// Where a stage with these bridge settings runs: what it declares, or the `thread`
+    /// property; `mode=live` needs a queue to drop from, so a thread of its own.
+    public static func placement(of descriptor: StageDescriptor, thread: Thread, mode: Mode) -> StagePlacement {
+        if mode == .live { return .ownThread }
+        switch thread {
+        case .auto: return descriptor.placement
+        case .inLine: return .inLine
+        case .own: return .ownThread
+        }
+    }
 }

@@ -57,10 +57,11 @@ extension Pipeline {
 
     /// Whether the start timeout has passed since `started`. A stage setting up on its first
     /// format (a model compiling) is busy, not stuck: that time is not counted (the last set-up's
-    /// end restarts the count; any stage of the process).
+    /// end restarts the count; any stage of this pipeline).
     func startDeadlinePassed(since started: Date, timeout: Double) -> Bool {
-        guard StageWorker.formatSetups.load(ordering: .relaxed) == 0 else { return false }
-        let sinceSetup = Double(DispatchTime.now().uptimeNanoseconds &- StageWorker.lastFormatSetupEnd.load(ordering: .relaxed)) / 1e9
+        let shared = PipelineShared.of(pipeline)
+        guard shared.formatSetups.load(ordering: .relaxed) == 0 else { return false }
+        let sinceSetup = Double(DispatchTime.now().uptimeNanoseconds &- shared.lastFormatSetupEnd.load(ordering: .relaxed)) / 1e9
         return min(Date().timeIntervalSince(started), sinceSetup) > timeout
     }
 

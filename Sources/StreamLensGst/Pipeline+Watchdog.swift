@@ -17,7 +17,7 @@ extension Pipeline {
     /// The watchdog stage whose source part `source` belongs to, if any.
     func watchdogStage(upstreamOf source: UnsafeMutablePointer<GstObject>?) -> UnsafeMutablePointer<GstElement>? {
         stages.first { stage in
-            StageElements.worker(of: stage)?.watchdog != nil && sl_stage_is_upstream(stage, source) != 0
+            StageElements.worker(of: stage)?.isWatchdog == true && sl_stage_is_upstream(stage, source) != 0
         }
     }
 

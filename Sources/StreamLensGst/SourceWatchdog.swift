@@ -11,9 +11,9 @@ import Synchronization
 /// brings no frame, up to `max-backoff` (30 s by default). `retries` restarts in a row without a frame end the run with an
 /// error. Everything downstream keeps running.
 ///
-/// @unchecked Sendable: `failure` is a Mutex (set by the bus thread); everything else is used by
-/// the worker thread only.
-final class SourceWatchdog: @unchecked Sendable {
+/// Part of its stage's frame path (`FramePath`): used by the worker thread only. A failure the
+/// bus thread saw comes through the stage's inbox.
+final class SourceWatchdog {
     private let element: UnsafeMutablePointer<GstElement>
     private let name: String
     let timeout: Double
@@ -22,7 +22,6 @@ final class SourceWatchdog: @unchecked Sendable {
     let restartOnEOS: Bool
     let maximumBackoff: Double
 
-    private let failure = Mutex<String?>(nil)
     private var lastFrame = DispatchTime.now().uptimeNanoseconds
     private var outageStart: UInt64?
     private var failedAttempts = 0
@@ -39,11 +38,6 @@ final class SourceWatchdog: @unchecked Sendable {
         restartOnEOS = settings.bool("restart-on-eos")
         maximumBackoff = settings.double("max-backoff")
         backoff = initialBackoff
-    }
-
-    /// The bus thread saw an error from the source part (any thread).
-    func sourceFailed(_ message: String) {
-        failure.withLock { if $0 == nil { $0 = message } }
     }
 
     /// A frame arrived: the source is up (again).
@@ -63,9 +57,9 @@ final class SourceWatchdog: @unchecked Sendable {
         backoff = initialBackoff
     }
 
-    /// Why the source needs a restart now, if it does: a reported error, or a stall.
-    func pendingFailure() -> String? {
-        if let message = failure.withLock({ m -> String? in defer { m = nil }; return m }) { return message }
+    /// Why the source needs a restart now, if it does: an error the bus thread reported, or a stall.
+    func pendingFailure(reported: String?) -> String? {
+        if let reported { return reported }
         let idle = Double(DispatchTime.now().uptimeNanoseconds - lastFrame) / 1e9
         return idle >= timeout ? "no frame for \(String(format: "%.1f", idle)) s" : nil
     }

@@ -108,8 +108,7 @@ private func startStage(_ element: UnsafeMutablePointer<GstElement>?, _ typeID: 
     let settings = StageElements.settings(of: element, descriptor: descriptor)
     do {
         try settings.validate(against: descriptor)
-        let stage = try type.init(settings: settings)
-        let worker = StageWorker(element: element, stage: stage, descriptor: descriptor, settings: settings)
+        let worker = try StageWorker(element: element, type: type, settings: settings)
         sl_stage_set_context(element, Unmanaged.passRetained(worker).toOpaque()) { context in
             guard let context else { return }
             Unmanaged<StageWorker>.fromOpaque(context).release()
@@ -136,13 +135,13 @@ private func frameArrived(_ element: UnsafeMutablePointer<GstElement>?) -> GstFl
 // The audio input's (SLStageInfo.audio_caps), on the audio's streaming thread: a stage that
 // declares one is an `AudioInput`.
 private func audioArrived(_ element: UnsafeMutablePointer<GstElement>?, _ sample: OpaquePointer?) {
-    guard let element, let sample, let worker = StageElements.worker(of: element), let input = worker.stage as? any AudioInput else { return }
-    input.audioArrived(EncodedFrame(audio: sample))
+    guard let element, let sample, let worker = StageElements.worker(of: element) else { return }
+    worker.audioArrived(EncodedFrame(audio: sample))
 }
 
 private func audioEnded(_ element: UnsafeMutablePointer<GstElement>?) {
-    guard let element, let worker = StageElements.worker(of: element), let input = worker.stage as? any AudioInput else { return }
-    input.audioEnded()
+    guard let element, let worker = StageElements.worker(of: element) else { return }
+    worker.audioEnded()
 }
 
 private func propertyChanged(_ element: UnsafeMutablePointer<GstElement>?, _ index: guint) {

@@ -17,6 +17,7 @@ public final class BlurStage: Stage {
         summary: "Hide the regions of interest (pixelate, blur or fill), and keep hiding an object the detector misses for a few frames",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lenstrack ! lensblur ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
+        placement: .inLine,
         properties: [
             PropertySpec("method", .choice(RegionMasking.Method.allCases.map(\.rawValue)), default: .string("pixelate"), live: true,
                          help: "pixelate (blocks), gaussian (blur) or fill (a solid colour: the only one nothing can be recovered from)"),

@@ -17,6 +17,7 @@ public final class MetadataStage: Stage {
         name: "lensmetadata",
         summary: "Write each frame's regions of interest as JSON Lines: to a file, or over the network as location's scheme says (docs/metadata.md)",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect ! lensmetadata location=- ! fakesink",
+        placement: .inLine,
         properties: [
             PropertySpec("location", .string, default: .string("-"),
                          help: "where each frame's record goes: " + RecordSinkRegistry.usage),

@@ -14,6 +14,7 @@ public final class OverlayStage: Stage {
         summary: "Draw the regions of interest on the frames: boxes, labels and scores, object ids, keypoints, attributes; and lenszone's zones",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensoverlay ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
+        placement: .inLine,
         properties: [
             PropertySpec("color", .string, default: .string("class"), live: true,
                          help: "box colour: #rrggbb, class (a colour per label; the first is green) or id (a colour per object id)"),

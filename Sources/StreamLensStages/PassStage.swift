@@ -11,9 +11,10 @@ public final class PassStage: Stage {
         name: "lenspass",
         summary: "Pass frames through unchanged (bridge overhead; simulated slow stage with delay)",
         example: "videotestsrc num-buffers=100 ! lenspass ! fakesink",
+        placement: .inLine,
         properties: [
             PropertySpec("delay", .int(0...10_000), default: .int(0), live: true,
-                         help: "milliseconds to hold each frame, standing in for a slow model"),
+                         help: "milliseconds to hold each frame, standing in for a slow model (with thread=own, where a model runs)"),
         ])
 
     private var delay: Int

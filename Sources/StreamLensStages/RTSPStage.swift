@@ -21,6 +21,7 @@ public final class RTSPStage: Stage {
         sinkCaps: "video/x-raw",
         capsPassthrough: false,
         isSink: true,
+        placement: .inLine,
         properties: [
             PropertySpec("mount", .string, default: .string("/stream"), help: "path of the stream in the URL, starting with /"),
             PropertySpec("port", .int(1...65535), default: .int(8554), help: "RTSP port (TCP)"),

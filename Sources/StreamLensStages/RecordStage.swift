@@ -29,6 +29,7 @@ public final class RecordStage: Stage, AudioInput {
         sinkCaps: "video/x-h264, alignment=(string)au; video/x-h265, alignment=(string)au",
         // What mp4mux takes (gst-inspect-1.0 mp4mux, its audio_%u pads); the audio arrives parsed.
         audioCaps: "audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; audio/mpeg, mpegversion=(int)1; audio/x-ac3; audio/x-opus",
+        placement: .inLine,
         properties: [
             PropertySpec("pre", .double(0...600), default: .double(5),
                          help: "seconds of video kept before the event (the clip starts at the keyframe at or before them)"),

@@ -27,6 +27,7 @@ public final class SnapshotStage: Stage {
         summary: "Write the frame or a region's crop as JPEG (with its JSON beside it) on a new track, a zone event, a label appearing or every N seconds; rate and folder size limited",
         example: "videotestsrc num-buffers=20 ! video/x-raw,width=160,height=120,framerate=10/1 ! videoconvert ! video/x-raw,format=BGRx ! lenssnapshot on=interval interval=1 path=/tmp/streamlens-snapshots/%Y%m%d-%H%M%S-{n}.jpg max-folder-bytes=200000 ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
+        placement: .inLine,
         properties: [
             PropertySpec("on", .string, default: .string("track"),
                          help: "what triggers a snapshot, comma-separated: track (an object id not seen before), zone (a frame event: lenszone's), label (a label the previous frame did not have), interval (every interval seconds)"),

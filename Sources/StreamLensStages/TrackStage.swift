@@ -19,6 +19,7 @@ public final class TrackStage: Stage {
         name: "lenstrack",
         summary: "Track objects across frames (tracker=" + TrackerRegistry.names.joined(separator: "|") + "; bytetrack, the default: Kalman filter, two-pass IoU association): an id on every region, predicted boxes between detector runs and through short occlusions",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect draw=false interval=2 ! lenstrack ! lensoverlay color=id ! fakesink",
+        placement: .inLine,
         properties: [
             PropertySpec("tracker", .choice(TrackerRegistry.names), default: .string(TrackerRegistry.trackers[0].name),
                          help: "how objects are followed: " + TrackerRegistry.trackers.map { "\($0.name), \($0.help)" }.joined(separator: "; ")),

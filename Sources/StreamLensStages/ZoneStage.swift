@@ -18,6 +18,7 @@ public final class ZoneStage: Stage {
         name: "lenszone",
         summary: "Count tracked objects crossing lines (in/out) and entering, staying in and leaving areas; events and counts on every frame",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lenszone lines=mid:0.5,1,0.5,0 areas=left:0,0,0.5,0,0.5,1,0,1 coordinates=normalized ! lensoverlay ! fakesink",
+        placement: .inLine,
         properties: [
             PropertySpec("lines", .string, default: .string(""),
                          help: "directional lines: name:x1,y1,x2,y2;name2:… (in: crossing from the line's left to its right, seen from its first point towards its second, y down)"),

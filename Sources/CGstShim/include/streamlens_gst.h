@@ -80,6 +80,10 @@ gboolean sl_element_pipeline_ending(GstElement *element);
 void sl_pipeline_set_source_name(GstElement *pipeline, const char *name);
 // The source name of the top-level bin holding `element` (a copy: g_free it), or NULL.
 char *sl_element_pipeline_source_name(GstElement *element);
+// What the stages of one pipeline share (PipelineShared in Swift), kept on the top-level bin
+// holding `element`: made by `make` the first time any of them asks, freed by `release` with
+// the bin. Borrowed: valid while the bin lives (the caller takes a reference of its own).
+void *sl_element_pipeline_shared(GstElement *element, void *(*make)(void), void (*release)(void *));
 
 // ---- Buffers (buffers.c) -----------------------------------------------------------------
 GstClockTime sl_buffer_pts(GstBuffer *buffer);

@@ -6,7 +6,7 @@ import Synchronization
 /// The watchdog's part of the frame pump (a stage with `restartsUpstream`): restarts of the
 /// source part between two pulls and at its end of stream (none once the run is ending), and frames
 /// stamped with the pipeline's running time so the timeline runs on across restarts.
-extension StageWorker {
+extension FramePath {
     /// What the pump does next after asking the watchdog.
     enum PumpStep { case proceed, again, stop }
 
@@ -18,8 +18,9 @@ extension StageWorker {
     /// the pipeline asked the stage to end (sl_stage_end_requested), which ends its own input
     /// from another thread, so it also ends a source part that is down or was restarting.
     func watchdogBeforePull() -> PumpStep {
-        guard let watchdog, let reason = watchdog.pendingFailure() else { return .proceed }
-        if watchdog.restart(reason: reason, stopping: { stopping.load(ordering: .relaxed) }) {
+        let reported = inbox.sourceFailure.withLock { m -> String? in defer { m = nil }; return m }
+        guard let watchdog, let reason = watchdog.pendingFailure(reported: reported) else { return .proceed }
+        if watchdog.restart(reason: reason, stopping: { [inbox] in inbox.stopping.load(ordering: .relaxed) }) {
             noteRestart(reason)
             return .again
         }
@@ -35,8 +36,8 @@ extension StageWorker {
     /// unless the run is ending (then the pump's own end-of-stream path finishes the output).
     func watchdogAtEndOfStream() -> PumpStep {
         guard let watchdog, sl_stage_input_ended(element) != 0, watchdog.restartOnEOS,
-              !pipelineEnding, !stopping.load(ordering: .relaxed) else { return .proceed }
-        if watchdog.restart(reason: "end of stream", stopping: { stopping.load(ordering: .relaxed) }) {
+              !pipelineEnding, !inbox.stopping.load(ordering: .relaxed) else { return .proceed }
+        if watchdog.restart(reason: "end of stream", stopping: { [inbox] in inbox.stopping.load(ordering: .relaxed) }) {
             noteRestart("end of stream")
             return .again
         }

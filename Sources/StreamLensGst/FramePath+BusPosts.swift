@@ -6,7 +6,7 @@ import Synchronization
 
 /// Bus posts: what the stage has to say (notices, events, readings, its figures) as messages
 /// on the pipeline's bus, from the worker thread.
-extension StageWorker {
+extension FramePath {
     func postNotices() {
         for notice in stage.takeNotices() {
             switch notice.level {
@@ -26,9 +26,9 @@ extension StageWorker {
         var stats = statistics
         stats.addDropped(max(0, arrived - statistics.framesIn)) // dropped by the input queue in live mode
         let own = stage.summary.map { ", \($0)" } ?? ""
-        let errors = droppedCount.load(ordering: .relaxed)
+        let errors = inbox.droppedForErrors.load(ordering: .relaxed)
         let lost = errors > 0 ? ", \(errors) of them for errors" : ""
-        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(live ? "live" : inLine ? "lossless, in-line" : "lossless"))")
+        sl_stage_post_info(element, kind, "\(name): \(stats.summary)\(lost)\(own) (\(placement == .inLine ? "lossless, in-line" : live ? "live" : "lossless"))")
     }
 
     /// The same figures while running, every `reportInterval` (printed with -v).

@@ -6,7 +6,7 @@ import Synchronization
 
 /// Metrics: the stage's and the host's figures for Prometheus, and as values (`StageFigures`) for
 /// `streamlens serve`.
-extension StageWorker {
+extension FramePath {
     static let metricsInterval: UInt64 = 250_000_000
     static let rateSpan: UInt64 = 5_000_000_000
 
@@ -22,7 +22,7 @@ extension StageWorker {
         while let first = rateWindow.first, now - first.time > Self.rateSpan { rateWindow.removeFirst() }
         var rate = 0.0
         if let first = rateWindow.first, now > first.time { rate = Double(statistics.framesIn - first.frames) / (Double(now - first.time) / 1e9) }
-        let errors = droppedCount.load(ordering: .relaxed)
+        let errors = inbox.droppedForErrors.load(ordering: .relaxed)
         // Frames that arrived but were not pulled yet are mostly still queued in the stage's
         // input, not dropped: while running, only what exceeds its capacity (1 frame live, 4
         // lossless; SL_LOSSLESS_QUEUE) is known lost. At the end all of it is. A counter never

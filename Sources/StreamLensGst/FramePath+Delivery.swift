@@ -6,7 +6,7 @@ import Synchronization
 
 /// Delivery: frames leave the worker in the order they came (those the stage answered `.pending`
 /// for are held until their outcome is known), pushed on or counted dropped.
-extension StageWorker {
+extension FramePath {
     /// Delivers held frames from the oldest while their outcomes are known; `wait`: until none
     /// is left (end of stream). False when the worker must stop.
     func deliverFinished(wait: Bool) -> Bool {
@@ -56,14 +56,10 @@ extension StageWorker {
     /// Frames a stage dropped (an error on that frame, a frame shorter than its caps), by kind of
     /// reason (the text with its numbers blanked): the first of each kind is said at once, the
     /// count in the summary; a lossless run that lost frames so fails (the host reads
-    /// `framesDroppedForErrors` at end of stream).
-    var framesDroppedForErrors: (count: Int, first: String?, lossless: Bool) {
-        (droppedCount.load(ordering: .relaxed), firstDropReason.withLock { $0 }, !liveForHost.load(ordering: .relaxed))
-    }
-
+    /// `StageWorker.framesDroppedForErrors` at end of stream).
     private func droppedForErrors(_ reason: String) {
-        droppedCount.add(1, ordering: .relaxed)
-        firstDropReason.withLock { if $0 == nil { $0 = reason } }
+        inbox.droppedForErrors.add(1, ordering: .relaxed)
+        inbox.firstDropReason.withLock { if $0 == nil { $0 = reason } }
         let kind = String(reason.map { $0.isNumber ? "#" : $0 })
         if dropKinds.insert(kind).inserted {
             sl_stage_post_warning(element, "dropped a frame: \(reason)" + (dropKinds.count == 1 ? " (each further reason is said once; the summary counts them)" : ""))
