@@ -116,8 +116,8 @@ let package = Package(
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),
         .testTarget(
             name: "StreamLensGstTests",
-            dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore", "StreamLensBackends"]),
+            dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore", "StreamLensBackends", "StreamLensTesting"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
-        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore", "StreamLensAPI"]),
+        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore", "StreamLensAPI", "StreamLensTesting"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// lensrecord through the built binary: real faces crossing a line (lensdetect, lenstrack,

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import StreamLensAPI
 import StreamLensGst
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 
 /// Debian's mosquitto broker on 127.0.0.1 on a port of the test's own (set-up installs it and
 /// leaves no system broker running), and `mosquitto_sub` capturing what reaches a topic filter.

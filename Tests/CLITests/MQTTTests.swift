@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// lensmetadata location=mqtt://: a real broker (Debian's mosquitto) on loopback, a real

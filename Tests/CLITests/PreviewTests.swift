@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// A private X server (Xvfb, from Debian's xvfb) for one test: the preview pipelines open their

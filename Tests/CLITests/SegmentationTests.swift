@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// Person segmentation end to end, through the built binary on the astronaut photo: the mask

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// `streamlens serve`: many sources in one process, one pipeline each, added and removed over

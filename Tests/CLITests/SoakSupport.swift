@@ -136,23 +136,6 @@ func connectedClients(_ name: String, in log: String) -> Int {
     return Int(word) ?? 0 // "no clients"
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago, from the kernel's ephemeral range, so it
-/// cannot be one of the fixed ports (185xx–186xx) other tests use.
-func freeLoopbackPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    return bound ? Int(UInt16(bigEndian: address.sin_port)) : 0
-}
-
 /// The index in the newest file name of a multifilesink folder (`f%08d`): how many frames
 /// (H.264 access units) a player has received so far, minus one; -1 before the first.
 func framesReceived(in folder: URL) -> Int {

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// Soak: a live 30 fps camera → detection → stylization → RTSP, run for minutes while players

@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// lensmetadata location=http://: a real HTTP server (Python's http.server,

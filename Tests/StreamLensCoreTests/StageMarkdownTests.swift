@@ -34,7 +34,7 @@ import Testing
         #expect(lines.contains("| `count` | reading (`get count`) | — | — | counted so far |"))
         // Every row of a table has the header's five cells (escaped bars do not count).
         let propertyRows = lines.filter { $0.hasPrefix("| `") && !$0.hasPrefix("| `1-9`") }
-        #expect(propertyRows.count == 6)
+        #expect(propertyRows.count == 7)
         for row in propertyRows {
             #expect(row.replacingOccurrences(of: "\\|", with: "").filter { $0 == "|" }.count == 6, "\(row)")
         }

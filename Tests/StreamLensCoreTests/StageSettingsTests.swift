@@ -16,7 +16,7 @@ import Testing
         #expect(s.double("gain") == 0.5)
         #expect(s.string("look") == "a")
         #expect(s.string("mode") == "auto") // the bridge's row is in every table
-        #expect(Self.descriptor.properties.map(\.name) == ["level", "gain", "look", "mode"])
+        #expect(Self.descriptor.properties.map(\.name) == ["level", "gain", "look", "mode", "thread"])
     }
 
     @Test func validationNamesThePropertyAndTheRange() {

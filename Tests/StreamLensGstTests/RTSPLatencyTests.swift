@@ -2,6 +2,7 @@ import Foundation
 import StreamLensCore
 import StreamLensBackends
 import StreamLensGst
+import StreamLensTesting
 import StreamLensStages
 import Synchronization
 import Testing
@@ -66,7 +67,7 @@ final class StampReaderStage: Stage {
     func workerToPlayerLatency(_ transport: String) throws {
         StandardBackends.register() // lensdetect's models run on OpenVINO
         try GStreamer.initialize(stages: builtinStages + [StampStage.self, StampReaderStage.self])
-        let port = transport == "tcp" ? 18580 : 18581
+        let port = freeLoopbackPort()
         Self.serverOutcome.withLock { $0 = nil }
         StampReaderStage.latencies.withLock { $0 = [] }
         let server = Thread {
@@ -78,7 +79,7 @@ final class StampReaderStage: Stage {
             Self.serverOutcome.withLock { $0 = outcome }
         }
         server.start()
-        usleep(1_000_000)
+        #expect(waitUntilListening(port: port, timeout: 30), "the RTSP server did not listen")
         let player = try makePipeline("rtspsrc location=rtsp://127.0.0.1:\(port)/latency latency=0 protocols=\(transport) ! rtph264depay ! avdec_h264 max-threads=1 ! videoconvert ! video/x-raw,format=GRAY8 ! identity eos-after=121 ! lensteststampread")
         #expect(player.run(quietOptions()) == .finished(interrupted: false))
         while Self.serverOutcome.withLock({ $0 }) == nil { usleep(50_000) }

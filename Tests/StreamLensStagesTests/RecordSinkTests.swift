@@ -14,7 +14,7 @@ import Testing
     @Test func thePropertyTableHoldsEverySinksPropertiesOnce() {
         let names = MetadataStage.descriptor.properties.map(\.name)
         #expect(Set(names).count == names.count, "\(names)")
-        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "timeout-ms", "retries", "mode"], "\(names)")
+        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "timeout-ms", "retries", "mode", "thread"], "\(names)")
     }
 
     /// file://PATH is the same file sink as PATH; publish=events keeps only the frames with events.
