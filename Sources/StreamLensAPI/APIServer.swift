@@ -490,13 +490,15 @@ public final class APIServer: Sendable {
                                                 ("Set-Cookie", "\(Self.sessionCookie)=\(session); Path=/; HttpOnly; SameSite=Strict")])
     }
 
-    /// The picture of the index-th style of a lensstylize stage: its manifest's style picture,
-    /// or the picture it was trained from (styles/NAME.jpg beside the manifest).
+    /// The picture of the index-th style of a stage whose number keys pick its model from a list
+    /// (lensstylize's `styles`): its manifest's style picture, or the picture it was trained
+    /// from (styles/NAME.jpg beside the manifest).
     private func stylePicture(_ name: String, _ stage: String, _ index: String) -> HTTPReply {
         guard let commands = catalog.commands(of: name) else { return noSource(name) }
         let state: PipelineCommands.StageState
         do { state = try commands.stage(stage) } catch { return Self.error(404, Self.message(error)) }
-        guard let styles = state.properties.first(where: { $0.spec.name == "styles" }), case .string(let list) = styles.value else {
+        guard let pick = state.keys.pickList, let styles = state.properties.first(where: { $0.spec.name == pick.listProperty }),
+              case .string(let list) = styles.value else {
             return Self.error(404, "\(stage) has no styles")
         }
         let manifests = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

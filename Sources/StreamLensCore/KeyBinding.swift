@@ -97,3 +97,13 @@ extension KeyBinding {
 public enum HostKeys {
     public static let pause = (keys: ["space"], label: "space", help: "pauses and resumes the pipeline")
 }
+
+extension Array where Element == KeyBinding {
+    /// The list property the number keys pick a value from (lensstylize's `styles`, for
+    /// `model`): where a console finds a stage's choices without knowing the stage.
+    public var pickList: (property: String, listProperty: String)? {
+        for binding in self { if case .pick(let property, let list, _) = binding.action { return (property, list) } }
+        return nil
+    }
+}
+

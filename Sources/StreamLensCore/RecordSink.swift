@@ -16,15 +16,14 @@ import Foundation
 ///
 /// All calls come from the stage's worker thread, one at a time.
 public protocol RecordSink: AnyObject, SendableMetatype {
+    /// Its own properties (their help says which sink), which join lensmetadata's table.
+    associatedtype Settings: StageSettings
     /// The URL schemes it takes (`mqtt`, `mqtts`), lower case. The sink that takes `file` also
     /// takes paths without a scheme.
     static var schemes: [String] { get }
     /// How its location is written and what it does: one clause of lensmetadata's `location` help.
     static var usage: String { get }
-    /// lensmetadata's properties that only this sink reads (their help says which sink).
-    static var properties: [PropertySpec] { get }
-
-    init(location: String, settings: StageSettings) throws
+    init(location: String, settings: Settings) throws
 
     /// One frame's record: the JSON line exactly as the file sink writes it, newline included.
     /// Returns what to tell the user now (the first drop, a failure).
@@ -41,4 +40,12 @@ public protocol RecordSink: AnyObject, SendableMetatype {
 
 extension RecordSink {
     public var metrics: [Metric] { [] }
+
+    /// Its properties' rows.
+    public static var properties: [PropertySpec] { Settings.table }
+
+    /// The sink opened with the values by name its stage was given (its rows pick theirs).
+    public static func open(location: String, values: PropertyValues) throws -> any RecordSink {
+        try Self(location: location, settings: Settings(values))
+    }
 }

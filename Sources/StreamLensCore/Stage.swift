@@ -5,13 +5,17 @@
 /// A stage appears in a pipeline spec like any element, e.g.
 /// `streamlens run 'videotestsrc num-buffers=100 ! lenspass ! fakesink'`.
 public protocol Stage: AnyObject, SendableMetatype {
-    /// Name, help, caps and the property table: declared once, read by registration, by
-    /// `streamlens stages` and by the settings this stage is built from.
+    /// The stage's settings: a struct of its properties' values, its rows declared against its
+    /// fields (`StageSettings`); `NoSettings` for a stage without properties of its own.
+    associatedtype Settings: StageSettings
+
+    /// Name, help, caps and the property table (`Settings.table`): declared once, read by
+    /// registration, by `streamlens stages` and by the settings this stage is built from.
     static var descriptor: StageDescriptor { get }
 
     /// Builds the stage's runtime state from its settings (called when the pipeline starts).
     /// Throw a `StageError` for bad settings: the pipeline stops with its message.
-    init(settings: StageSettings) throws
+    init(settings: Settings) throws
 
     /// The negotiated format of the frames that follow (first frame and every caps change).
     func formatChanged(_ format: VideoFormat) throws
@@ -28,7 +32,7 @@ public protocol Stage: AnyObject, SendableMetatype {
     func finishOldest(wait: Bool) -> FrameOutcome?
 
     /// Properties marked `live` changed while playing; delivered between frames.
-    func settingsChanged(_ settings: StageSettings)
+    func settingsChanged(_ settings: Settings)
 
     /// Checks the settings a live change would give the stage (`changing`: the properties it
     /// sets), before any of it is applied, on the caller's thread (the HTTP API's PATCH, the
@@ -37,7 +41,7 @@ public protocol Stage: AnyObject, SendableMetatype {
     /// this machine lacks. The change is then refused with the message (HTTP 422) and nothing
     /// is set. Work that takes long (compiling a model) stays in `settingsChanged`, which may
     /// still refuse it and restore the values.
-    static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws
+    static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws
 
     /// The latency this stage adds, in nanoseconds (reported to downstream sinks so they wait
     /// for frames instead of dropping them as late).
@@ -86,8 +90,8 @@ public struct StageNotice: Sendable, Equatable {
 extension Stage {
     public func formatChanged(_ format: VideoFormat) throws {}
     public func finishOldest(wait: Bool) -> FrameOutcome? { .forward }
-    public func settingsChanged(_ settings: StageSettings) {}
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {}
+    public func settingsChanged(_ settings: Settings) {}
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {}
     public func streamEnded() {}
     public var latencyNanoseconds: UInt64 { 0 }
     public var summary: String? { nil }
@@ -119,4 +123,14 @@ public struct StageError: Error, CustomStringConvertible, Equatable, Sendable {
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// What the host does with a stage whose type it knows only as `any Stage.Type`: settings by
+/// name (the element's properties) turned into the stage's own `Settings` by its rows.
+extension Stage {
+    public static func make(_ values: PropertyValues) throws -> any Stage { try Self(settings: Settings(values)) }
+    public func changeSettings(_ values: PropertyValues) { settingsChanged(Settings(values)) }
+    public static func checkLiveChange(_ values: PropertyValues, changing: Set<String>) throws {
+        try checkLiveChange(Settings(values), changing: changing)
+    }
 }

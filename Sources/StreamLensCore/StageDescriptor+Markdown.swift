@@ -30,7 +30,7 @@ extension StageDescriptor {
         lines.append("")
         lines.append("## Properties every stage has (the bridge)")
         lines.append("")
-        lines += Self.markdownTable(BridgeSettings.properties)
+        lines += Self.markdownTable(BridgeSettings.table)
         if !keys.isEmpty {
             lines.append("")
             lines.append("## Keys in a preview window")

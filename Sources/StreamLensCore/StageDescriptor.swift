@@ -53,7 +53,7 @@ public struct StageDescriptor: Sendable {
     public var takesEncodedVideo: Bool { !sinkCaps.hasPrefix("video/x-raw") }
 
     /// The full property table: the stage's own, then the bridge's (same for every stage).
-    public var properties: [PropertySpec] { ownProperties + BridgeSettings.properties }
+    public var properties: [PropertySpec] { ownProperties + BridgeSettings.table }
 }
 
 /// Where a stage's frames are processed: decided by what the stage is, never by timing.
@@ -177,29 +177,30 @@ public enum PropertyValue: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The values of one stage instance's properties, keyed by name; defaults come from the table
-/// and nowhere else.
-public struct StageSettings: Sendable, Equatable {
+/// A stage's property values by name, as the host carries them between GStreamer and the stage
+/// (the element's properties, a control command, a test's overrides): every row of the table,
+/// its default where no value was given. A stage never reads them by name: it gets its typed
+/// `StageSettings`, which its table's rows fill from these.
+public struct PropertyValues: Sendable, Equatable {
     public private(set) var values: [String: PropertyValue]
 
     public init(descriptor: StageDescriptor, values: [String: PropertyValue] = [:]) {
+        self.init(table: descriptor.properties, values: values)
+    }
+
+    public init(table: [PropertySpec], values: [String: PropertyValue] = [:]) {
         var all: [String: PropertyValue] = [:]
-        for p in descriptor.properties { all[p.name] = values[p.name] ?? p.defaultValue }
+        for p in table { all[p.name] = values[p.name] ?? p.defaultValue }
         self.values = all
     }
 
     public subscript(name: String) -> PropertyValue? { values[name] }
 
-    public func bool(_ name: String) -> Bool { value(name, "bool") { if case .bool(let v) = $0 { v } else { nil } } }
-    public func int(_ name: String) -> Int { value(name, "int") { if case .int(let v) = $0 { v } else { nil } } }
-    public func double(_ name: String) -> Double { value(name, "double") { if case .double(let v) = $0 { v } else { nil } } }
-    public func string(_ name: String) -> String { value(name, "string") { if case .string(let v) = $0 { v } else { nil } } }
-
-    /// The value of a property of this `kind`: asking for one the table does not have, or as
-    /// another kind, is the stage's programming error.
-    private func value<T>(_ name: String, _ kind: String, _ extract: (PropertyValue) -> T?) -> T {
-        guard let value = values[name], let v = extract(value) else { preconditionFailure("no \(kind) property \(name)") }
-        return v
+    /// The same values with some replaced.
+    public func merging(_ changes: [String: PropertyValue]) -> PropertyValues {
+        var copy = self
+        copy.values.merge(changes) { $1 }
+        return copy
     }
 
     /// Validates every value against its row; the first failure is thrown.
@@ -209,7 +210,7 @@ public struct StageSettings: Sendable, Equatable {
 }
 
 /// Properties every stage has: how the bridge between the pipeline and the worker behaves.
-public enum BridgeSettings {
+public struct BridgeSettings: StageSettings {
     public enum Mode: String, Sendable, CaseIterable {
         /// Lossless when the source is not live (files), live otherwise.
         case auto
@@ -226,16 +227,20 @@ public enum BridgeSettings {
         case own
     }
 
-    public static let properties: [PropertySpec] = [
-        PropertySpec("mode", .choice(Mode.allCases.map(\.rawValue)), default: .string("auto"),
-                     help: "lossless: every frame, back-pressure (files); live: newest frame wins, drops counted (on a thread of its own); auto: live if the source is"),
-        PropertySpec("thread", .choice(Thread.allCases.map(\.rawValue)), default: .string("auto"),
-                     help: "auto: where the stage runs by what it is (its page says); in-line: on upstream's streaming thread; own: on a thread of its own behind a queue"),
+    public var mode = Mode.auto
+    public var thread = Thread.auto
+    public init() {}
+
+    public static let properties: [Property<BridgeSettings>] = [
+        .choice("mode", \.mode,
+                help: "lossless: every frame, back-pressure (files); live: newest frame wins, drops counted (on a thread of its own); auto: live if the source is"),
+        .choice("thread", \.thread,
+                help: "auto: where the stage runs by what it is (its page says); in-line: on upstream's streaming thread; own: on a thread of its own behind a queue"),
     ]
 
     /// Where a stage with these bridge settings runs: what it declares, or the `thread`
     /// property; `mode=live` needs a queue to drop from, so a thread of its own.
-    public static func placement(of descriptor: StageDescriptor, thread: Thread, mode: Mode) -> StagePlacement {
+    public func placement(of descriptor: StageDescriptor) -> StagePlacement {
         if mode == .live { return .ownThread }
         switch thread {
         case .auto: return descriptor.placement

@@ -66,7 +66,7 @@ final class FramePath {
     /// The memory a lossless stage's input may hold while it sets up (`handleCaps`).
     static let setupQueueBytes = 100 << 20
 
-    init(element reference: ObjectReference<GstElement>, stage: any Stage, descriptor: StageDescriptor, settings: StageSettings,
+    init(element reference: ObjectReference<GstElement>, stage: any Stage, descriptor: StageDescriptor, bridge: BridgeSettings,
          placement: StagePlacement, inbox: StageInbox) {
         elementReference = reference
         let element = reference.pointer
@@ -77,8 +77,8 @@ final class FramePath {
         name = objectName(element)
         hasOutput = sl_stage_has_output(element) != 0
         // Encoded video is lossless whatever the mode (StageDescriptor.takesEncodedVideo).
-        requestedMode = descriptor.takesEncodedVideo ? .lossless : BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
-        watchdog = descriptor.restartsUpstream ? SourceWatchdog(element: element, name: name, settings: settings) : nil
+        requestedMode = descriptor.takesEncodedVideo ? .lossless : bridge.mode
+        watchdog = (stage as? any SourceRestarting).map { SourceWatchdog(element: element, name: objectName(element), policy: $0.restartPolicy) }
         shared = PipelineShared.of(element)
         metricsSourceName = takeString(sl_element_pipeline_source_name(element))
     }
@@ -125,8 +125,8 @@ final class FramePath {
 
     /// What other threads handed over since the last frame: new settings, audio units.
     private func takeInbox() {
-        if let settings = inbox.settings.withLock({ s -> StageSettings? in defer { s = nil }; return s }) {
-            stage.settingsChanged(settings)
+        if let values = inbox.settings.withLock({ s -> PropertyValues? in defer { s = nil }; return s }) {
+            stage.changeSettings(values)
             updateLatency(post: true)
             postNotices()
         }

@@ -97,7 +97,7 @@ public final class PipelineCommands: @unchecked Sendable {
                 if let spec = descriptor.properties.first(where: { $0.name == property }) { values[property] = try? spec.parse(value) }
             }
             do {
-                try stage.checkLiveChange(StageSettings(descriptor: descriptor, values: values), changing: Set(assignments.map(\.name)))
+                try stage.checkLiveChange(PropertyValues(descriptor: descriptor, values: values), changing: Set(assignments.map(\.name)))
             } catch {
                 throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: assignments.count == 1 ? assignments[0].name : nil)
             }

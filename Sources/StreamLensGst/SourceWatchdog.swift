@@ -29,14 +29,14 @@ final class SourceWatchdog {
     private(set) var restarts = 0
     private var linksRecorded = false
 
-    init(element: UnsafeMutablePointer<GstElement>, name: String, settings: StageSettings) {
+    init(element: UnsafeMutablePointer<GstElement>, name: String, policy: RestartPolicy) {
         self.element = element
         self.name = name
-        timeout = settings.double("timeout")
-        retries = settings.int("retries")
-        initialBackoff = settings.double("backoff")
-        restartOnEOS = settings.bool("restart-on-eos")
-        maximumBackoff = settings.double("max-backoff")
+        timeout = policy.timeout
+        retries = policy.retries
+        initialBackoff = policy.backoff
+        restartOnEOS = policy.restartOnEOS
+        maximumBackoff = policy.maxBackoff
         backoff = initialBackoff
     }
 

@@ -11,15 +11,23 @@ enum StageElements {
     /// Registered stage types; an element's type id is its index here.
     static let registry = Mutex<[any Stage.Type]>([])
 
+    /// One registration at a time (tests register from several threads): GObject's type
+    /// registration is check-then-register.
     static func register(_ types: [any Stage.Type], plugin: OpaquePointer? = nil) throws {
+        try registry.withLock { list throws(HostError) in try register(types, plugin: plugin, into: &list) }
+    }
+
+    private static func register(_ types: [any Stage.Type], plugin: OpaquePointer?, into list: inout [any Stage.Type]) throws(HostError) {
         let callbacks = SLStageCallbacks(start: startStage, stop: stopStage, property_changed: propertyChanged, frame_arrived: frameArrived,
                                          audio_arrived: audioArrived, audio_ended: audioEnded)
         sl_stage_set_callbacks(callbacks)
         for type in types {
-            let id: UInt32 = registry.withLock { list in
-                if let i = list.firstIndex(where: { $0 == type }) { return UInt32(i) }
+            let id: UInt32
+            if let i = list.firstIndex(where: { $0 == type }) {
+                id = UInt32(i)
+            } else {
                 list.append(type)
-                return UInt32(list.count - 1)
+                id = UInt32(list.count - 1)
             }
             let d = type.descriptor
             // C strings live until sl_stage_register has copied them.
@@ -74,7 +82,7 @@ enum StageElements {
     }
 
     /// The element's current property values, as the stage's settings.
-    static func settings(of element: UnsafeMutablePointer<GstElement>, descriptor: StageDescriptor) -> StageSettings {
+    static func settings(of element: UnsafeMutablePointer<GstElement>, descriptor: StageDescriptor) -> PropertyValues {
         var values: [String: PropertyValue] = [:]
         for (i, p) in descriptor.properties.enumerated() {
             let index = UInt32(i)
@@ -85,7 +93,7 @@ enum StageElements {
             case .string, .choice: values[p.name] = .string(takeString(sl_stage_dup_string(element, index)) ?? "")
             }
         }
-        return StageSettings(descriptor: descriptor, values: values)
+        return PropertyValues(descriptor: descriptor, values: values)
     }
 
     /// The descriptor of a stage element's type (by factory name), nil for other elements.

@@ -9,7 +9,7 @@ import Synchronization
 final class StageInbox: Sendable {
     let stopping = Atomic<Bool>(false)
     /// The element's properties after a change, not yet given to the stage.
-    let settings = Mutex<StageSettings?>(nil)
+    let settings = Mutex<PropertyValues?>(nil)
     /// An error the source part of a watchdog stage posted, not yet handled.
     let sourceFailure = Mutex<String?>(nil)
 

@@ -33,19 +33,18 @@ final class StageWorker: Sendable {
     static let stopTimeout: Double = 10
 
     /// Builds the stage (`type` with `settings`) into its frame path.
-    init(element: UnsafeMutablePointer<GstElement>, type: any Stage.Type, settings: StageSettings) throws {
+    init(element: UnsafeMutablePointer<GstElement>, type: any Stage.Type, settings: PropertyValues) throws {
         let reference = ObjectReference(retaining: element)
         elementReference = reference
         descriptor = type.descriptor
         name = objectName(element)
-        let thread = BridgeSettings.Thread(rawValue: settings.string("thread")) ?? .auto
-        let mode = BridgeSettings.Mode(rawValue: settings.string("mode")) ?? .auto
-        placement = BridgeSettings.placement(of: descriptor, thread: thread, mode: mode)
+        let bridge = BridgeSettings(settings)
+        placement = bridge.placement(of: descriptor)
         if descriptor.restartsUpstream, placement == .inLine {
             throw StageError("\(name) runs on a thread of its own (it watches its source while no frame comes): thread=in-line is not for it")
         }
-        let stage = try type.init(settings: settings)
-        path = Mutex(FramePath(element: reference, stage: stage, descriptor: descriptor, settings: settings, placement: placement, inbox: inbox))
+        let stage = try type.make(settings)
+        path = Mutex(FramePath(element: reference, stage: stage, descriptor: descriptor, bridge: bridge, placement: placement, inbox: inbox))
     }
 
     /// The stage's type is a watchdog's (restarts its source part).

@@ -18,26 +18,41 @@ public final class BlurStage: Stage {
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lenstrack ! lensblur ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
         placement: .inLine,
-        properties: [
-            PropertySpec("method", .choice(RegionMasking.Method.allCases.map(\.rawValue)), default: .string("pixelate"), live: true,
-                         help: "pixelate (blocks), gaussian (blur) or fill (a solid colour: the only one nothing can be recovered from)"),
-            PropertySpec("block", .int(0...512), default: .int(0), live: true,
-                         help: "pixelate block / blur radius in pixels (0: a sixth of the region's shorter side)"),
-            PropertySpec("color", .string, default: .string("#000000"), live: true, help: "fill colour, #rrggbb"),
-            PropertySpec("margin", .double(0...2), default: .double(0.15), live: true,
-                         help: "grow each region's box by this fraction of its larger side, on every side (not a mask: shape=mask follows the outline itself)"),
-            LabelFilter.property("hide only regions with these labels", live: true),
-            PropertySpec("hold", .int(0...10000), default: .int(15), live: true,
-                         help: "frames an object is still hidden after it stops arriving (a tracked one at its last velocity)"),
-            PropertySpec("shape", .choice(["box", "mask"]), default: .string("box"), live: true,
-                         help: "box: hide each region's rectangle; mask: its outline, where the region has a mask (a segmentation model's: lensdetect model=Models/person-segmentation.json), its rectangle otherwise"),
-            PropertySpec("regions", .choice(RegionMask.Side.allCases.map(\.rawValue)), default: .string("inside"), live: true,
-                         help: "inside: hide the regions; outside: everything but them (a person kept, the background hidden: a background blur)"),
-            PropertySpec("replace", .string, default: .string(""), live: true,
-                         help: "instead of the method: a picture file (cut to the frame's aspect ratio, centred, and scaled to it) or a #rrggbb colour in place of what is hidden (with shape=mask regions=outside: a virtual background)"),
-        ])
+        properties: Settings.table)
 
-    struct Settings {
+    public struct Settings: StageSettings {
+        public var method = RegionMasking.Method.pixelate
+        public var block = 0
+        public var color = "#000000"
+        public var margin = 0.15
+        public var labels = ""
+        public var hold = 15
+        public var shape = Shape.box
+        public var regions = RegionMask.Side.inside
+        public var replace = ""
+        public enum Shape: String, Sendable, CaseIterable { case box, mask }
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .choice("method", \.method, live: true,
+                    help: "pixelate (blocks), gaussian (blur) or fill (a solid colour: the only one nothing can be recovered from)"),
+            .int("block", \.block, 0...512, live: true, help: "pixelate block / blur radius in pixels (0: a sixth of the region's shorter side)"),
+            .string("color", \.color, live: true, help: "fill colour, #rrggbb"),
+            .double("margin", \.margin, 0...2, live: true,
+                    help: "grow each region's box by this fraction of its larger side, on every side (not a mask: shape=mask follows the outline itself)"),
+            LabelFilter.property(\.labels, "hide only regions with these labels", live: true),
+            .int("hold", \.hold, 0...10000, live: true, help: "frames an object is still hidden after it stops arriving (a tracked one at its last velocity)"),
+            .choice("shape", \.shape, live: true,
+                    help: "box: hide each region's rectangle; mask: its outline, where the region has a mask (a segmentation model's: lensdetect model=Models/person-segmentation.json), its rectangle otherwise"),
+            .choice("regions", \.regions, live: true,
+                    help: "inside: hide the regions; outside: everything but them (a person kept, the background hidden: a background blur)"),
+            .string("replace", \.replace, live: true,
+                    help: "instead of the method: a picture file (cut to the frame's aspect ratio, centred, and scaled to it) or a #rrggbb colour in place of what is hidden (with shape=mask regions=outside: a virtual background)"),
+        ]
+    }
+
+    /// The settings as the frames use them: colours parsed, the replacement picture checked.
+    struct Hiding {
         var method: RegionMasking.Method
         var block: Int
         var color: [UInt8]
@@ -50,11 +65,11 @@ public final class BlurStage: Stage {
         var replace: Replacement?
         enum Replacement: Equatable { case colour([UInt8]), picture(String) }
 
-        /// `previous`: the settings these replace (a live change), whose picture was checked.
-        init(_ settings: StageSettings, previous: Settings? = nil) throws {
-            byMask = settings.string("shape") == "mask"
-            side = RegionMask.Side(rawValue: settings.string("regions")) ?? .inside
-            let r = settings.string("replace")
+        /// `previous`: what these replace (a live change), whose picture was checked.
+        init(_ settings: Settings, previous: Hiding? = nil) throws {
+            byMask = settings.shape == .mask
+            side = settings.regions
+            let r = settings.replace
             if r.isEmpty {
                 replace = nil
             } else if r.hasPrefix("#") {
@@ -68,14 +83,13 @@ public final class BlurStage: Stage {
                 if previous?.replace != .picture(r) { _ = try StillImage.loadRGB(path: r, width: 8, height: 8) }
                 replace = .picture(r)
             }
-            method = RegionMasking.Method(rawValue: settings.string("method")) ?? .pixelate
-            block = settings.int("block")
-            let text = settings.string("color")
-            guard let c = RGBColour(hex: text) else { throw StageError("property color=\(text) is not a #rrggbb colour") }
+            method = settings.method
+            block = settings.block
+            guard let c = RGBColour(hex: settings.color) else { throw StageError("property color=\(settings.color) is not a #rrggbb colour") }
             color = [c.red, c.green, c.blue]
-            margin = settings.double("margin")
-            labels = LabelFilter(settings)
-            hold = settings.int("hold")
+            margin = settings.margin
+            labels = LabelFilter(text: settings.labels)
+            hold = settings.hold
         }
     }
 
@@ -84,12 +98,12 @@ public final class BlurStage: Stage {
     private struct Seen { var box: Box; var velocity: Point; var frame: Int; var mask: ObjectMask? = nil }
     private var tracked: [Int: Seen] = [:]
     private var untracked: [Seen] = []
-    private var settings: Settings
+    private var settings: Hiding
     private var notices: [StageNotice] = []
     private var hidden = 0, heldHidden = 0
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Hiding(settings)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -238,10 +252,10 @@ public final class BlurStage: Stage {
         }
     }
 
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws { _ = try Hiding(settings) }
 
-    public func settingsChanged(_ settings: StageSettings) {
-        do { self.settings = try Settings(settings, previous: self.settings) } catch { notices.append(StageNotice(.warning, "\(error); keeping the previous settings")) }
+    public func settingsChanged(_ settings: Settings) {
+        do { self.settings = try Hiding(settings, previous: self.settings) } catch { notices.append(StageNotice(.warning, "\(error); keeping the previous settings")) }
     }
 
     public func takeNotices() -> [StageNotice] { notices.take() }

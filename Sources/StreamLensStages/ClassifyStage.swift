@@ -26,24 +26,35 @@ public final class ClassifyStage: Stage {
         name: "lensclassify",
         summary: "Run a second model on every region (landmarks, a classifier) described by a manifest; results on the regions",
         example: "videotestsrc num-buffers=10 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensclassify model=Models/face-mesh.json ! fakesink",
-        properties: [
-            PropertySpec("model", .string, default: .string("Models/face-mesh.json"),
-                         help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
-            LabelFilter.property("run on regions with these labels only", live: true),
-            PropertySpec("min-size", .int(0...100_000), default: .int(16), live: true,
-                         help: "skip regions whose shorter side is smaller than this, in pixels"),
-            PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
-                         help: "with object ids (a tracker upstream): run on each object every N-th frame, keep its last result in between"),
-        ] + InferenceOptions.properties())
+        properties: Settings.table)
+
+    public struct Settings: StageSettings {
+        public var model = "Models/face-mesh.json"
+        public var labels = ""
+        public var minSize = 16
+        public var interval = 1
+        public var inference = InferenceSettings()
+        public init() {}
+
+        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference)
+
+        private static let own: [Property<Settings>] = [
+            .string("model", \.model, help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
+            LabelFilter.property(\.labels, "run on regions with these labels only", live: true),
+            .int("min-size", \.minSize, 0...100_000, live: true, help: "skip regions whose shorter side is smaller than this, in pixels"),
+            .int("interval", \.interval, 1...1000, live: true,
+                 help: "with object ids (a tracker upstream): run on each object every N-th frame, keep its last result in between"),
+        ]
+    }
 
     struct LiveSettings {
         var labels: LabelFilter
         var minSize: Double
         var interval: Int
-        init(_ settings: StageSettings) {
-            labels = LabelFilter(settings)
-            minSize = Double(settings.int("min-size"))
-            interval = settings.int("interval")
+        init(_ settings: Settings) {
+            labels = LabelFilter(text: settings.labels)
+            minSize = Double(settings.minSize)
+            interval = settings.interval
         }
     }
 
@@ -86,12 +97,12 @@ public final class ClassifyStage: Stage {
     private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0, masks: 0)
     private var notices: [StageNotice] = []
 
-    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+    public convenience init(settings: Settings) throws { try self.init(settings: settings, models: .process) }
 
-    public init(settings: StageSettings, models: ModelLoader) throws {
+    public init(settings: Settings, models: ModelLoader) throws {
         self.models = models
         live = LiveSettings(settings)
-        manifestPath = settings.string("model")
+        manifestPath = settings.model
         manifest = try ModelManifest.load(path: manifestPath)
         guard let parameters = manifest.decoder.region else {
             throw StageError("\(manifestPath) describes a model with decoder '\(manifest.decoder.name)', not a second model (classifier or landmarks); "
@@ -100,7 +111,7 @@ public final class ClassifyStage: Stage {
         decoder = parameters.makeDecoder(input: manifest.input, labels: manifest.labels)
         crop = manifest.objectCrop ?? ObjectCrop()
         gray = manifest.input.colorOrder == .gray
-        let options = InferenceOptions(stage: settings)
+        let options = InferenceOptions(settings.inference)
         self.options = options
         guard options.device != RemoteSettings.device else {
             throw StageError("lensclassify runs its model here (crops are many and small); device=remote is for lensdetect and lensstylize")
@@ -240,7 +251,7 @@ public final class ClassifyStage: Stage {
         return true
     }
 
-    public func settingsChanged(_ settings: StageSettings) { live = LiveSettings(settings) }
+    public func settingsChanged(_ settings: Settings) { live = LiveSettings(settings) }
 
     public func takeNotices() -> [StageNotice] { notices.take() + queue.takeNotices() }
 

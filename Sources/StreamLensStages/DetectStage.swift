@@ -18,31 +18,7 @@ public final class DetectStage: Stage {
         summary: "Detect objects with the model a manifest describes (OpenVINO or remote), attach regions of interest, draw them",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
-        properties: [
-            PropertySpec("model", .string, default: .string("Models/face-short-range.json"),
-                         help: "model manifest (JSON) describing the model file, its input and its decoder"),
-            PropertySpec("threshold", .double(0...1), default: .double(0),
-                         help: "minimum score for every class (0: the manifest's min_score and class_thresholds)"),
-            PropertySpec("classes", .string, default: .string(""),
-                         help: "keep only these classes: label names, comma-separated (empty: all)"),
-            PropertySpec("crop", .choice(["manifest", "letterbox", "center-crop", "stretch"]), default: .string("manifest"),
-                         help: "how the frame becomes the model's input: letterbox sees the whole frame; center-crop loses objects outside the centre"),
-            PropertySpec("suppression", .choice(["manifest", "weighted", "nms", "none"]), default: .string("manifest"),
-                         help: "overlap suppression: weighted averages overlapping boxes by score (the iOS app's), nms keeps the best"),
-            PropertySpec("class-agnostic", .choice(["manifest", "true", "false"]), default: .string("manifest"),
-                         help: "whether overlapping boxes of different classes suppress each other (default per class: the manifest's, usually false)"),
-            PropertySpec("interval", .int(1...1000), default: .int(1), live: true,
-                         help: "run the model every N-th frame; frames in between keep the last boxes, marked held (lenstrack after it moves them)"),
-            PropertySpec("mask-smoothing", .double(0...0.95), default: .double(0.5), live: true,
-                         help: "segmentation models: how much of the earlier frames' mask each frame's keeps (an exponential average of the coverage, per label; 0: each frame's own). Steadies a flickering outline; a fast move's outline lags by about smoothing/(1-smoothing) frames"),
-            PropertySpec("draw", .bool, default: .bool(true), live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
-            PropertySpec("color", .string, default: .string("#00ff00"), live: true, help: "box colour: #rrggbb, class (a colour per label) or id (per object id)"),
-            PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
-            PropertySpec("overlay", .bool, default: .bool(false), live: true,
-                         help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
-            PropertySpec("metadata", .string, default: .string(""),
-                         help: "write detections as JSON Lines to this file (- for stdout): lensmetadata's writer (docs/metadata.md)"),
-        ] + InferenceOptions.properties(live: ["device"]) + InferenceOptions.batchProperties + RemoteSettings.properties,
+        properties: Settings.table,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["i"], .cycle(property: "interval", values: ["1", "2", "4", "8"]), help: "inference interval: every 1st, 2nd, 4th, 8th frame"),
@@ -51,8 +27,54 @@ public final class DetectStage: Stage {
                        help: "next device (one not present is refused with a warning; the next press goes on from it)"),
         ])
 
+    public struct Settings: StageSettings {
+        public var model = "Models/face-short-range.json"
+        public var threshold = 0.0
+        public var classes = ""
+        public var crop = "manifest"
+        public var suppression = "manifest"
+        public var classAgnostic = "manifest"
+        public var interval = 1
+        public var maskSmoothing = 0.5
+        public var draw = true
+        public var color = "#00ff00"
+        public var thickness = 3
+        public var overlay = false
+        public var metadata = ""
+        public var inference = InferenceSettings()
+        public var batch = BatchSettings()
+        public var remote = RemoteSettings()
+        public init() {}
+
+        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"])
+            + Property.group(\.batch) + Property.group(\.remote)
+
+        private static let own: [Property<Settings>] = [
+            .string("model", \.model, help: "model manifest (JSON) describing the model file, its input and its decoder"),
+            .double("threshold", \.threshold, 0...1, help: "minimum score for every class (0: the manifest's min_score and class_thresholds)"),
+            .string("classes", \.classes, help: "keep only these classes: label names, comma-separated (empty: all)"),
+            .choice("crop", \.crop, ["manifest", "letterbox", "center-crop", "stretch"],
+                    help: "how the frame becomes the model's input: letterbox sees the whole frame; center-crop loses objects outside the centre"),
+            .choice("suppression", \.suppression, ["manifest", "weighted", "nms", "none"],
+                    help: "overlap suppression: weighted averages overlapping boxes by score (the iOS app's), nms keeps the best"),
+            .choice("class-agnostic", \.classAgnostic, ["manifest", "true", "false"],
+                    help: "whether overlapping boxes of different classes suppress each other (default per class: the manifest's, usually false)"),
+            .int("interval", \.interval, 1...1000, live: true,
+                 help: "run the model every N-th frame; frames in between keep the last boxes, marked held (lenstrack after it moves them)"),
+            .double("mask-smoothing", \.maskSmoothing, 0...0.95, live: true,
+                    help: "segmentation models: how much of the earlier frames' mask each frame's keeps (an exponential average of the coverage, per label; 0: each frame's own). Steadies a flickering outline; a fast move's outline lags by about smoothing/(1-smoothing) frames"),
+            .bool("draw", \.draw, live: true, help: "draw boxes and score labels (lensoverlay's drawing; draw=false ! lensoverlay draws them later)"),
+            .string("color", \.color, live: true, help: "box colour: #rrggbb, class (a colour per label) or id (per object id)"),
+            .int("thickness", \.thickness, 1...50, live: true, help: "box line width in pixels"),
+            .bool("overlay", \.overlay, live: true,
+                  help: "draw the stage's frame rate, inference time and (live sources) the frame's latency in the top-left corner (the iOS app's counter)"),
+            .string("metadata", \.metadata,
+                    help: "write detections as JSON Lines to this file (- for stdout): lensmetadata's writer (docs/metadata.md)"),
+        ]
+    }
+
     /// The properties that may change while playing, decoded once (at start and on each live
-    /// change): no string lookups per frame.
+    /// change).
     struct LiveSettings {
         var interval: Int
         var maskSmoothing: Double
@@ -60,14 +82,14 @@ public final class DetectStage: Stage {
         var corner: Bool
         var painter: RegionPainter
 
-        init(_ settings: StageSettings) throws {
-            let coloring = try RegionPainter.coloring(property: settings.string("color"))
-            interval = settings.int("interval")
-            maskSmoothing = settings.double("mask-smoothing")
-            draw = settings.bool("draw")
-            corner = settings.bool("overlay")
+        init(_ settings: Settings) throws {
+            let coloring = try RegionPainter.coloring(property: settings.color)
+            interval = settings.interval
+            maskSmoothing = settings.maskSmoothing
+            draw = settings.draw
+            corner = settings.overlay
             // lensdetect always drew boxes and captions, not keypoints.
-            painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), keypoints: false)
+            painter = RegionPainter(coloring: coloring, thickness: Double(settings.thickness), keypoints: false)
         }
     }
 
@@ -79,7 +101,7 @@ public final class DetectStage: Stage {
     private let models: ModelLoader
     private var options: InferenceOptions
     private let crop: CropMode
-    private var settings: StageSettings
+    private var settings: Settings
     private var live: LiveSettings
     /// Local (OpenVINO here) or remote (device=remote): the same asynchronous path.
     private var model: (any ImageInference)?
@@ -107,23 +129,23 @@ public final class DetectStage: Stage {
     private var frameRate = FrameRateMeter()
     private var found = 0
 
-    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+    public convenience init(settings: Settings) throws { try self.init(settings: settings, models: .process) }
 
-    public init(settings: StageSettings, models: ModelLoader) throws {
+    public init(settings: Settings, models: ModelLoader) throws {
         self.settings = settings
         self.models = models
         live = try LiveSettings(settings)
-        manifestPath = settings.string("model")
+        manifestPath = settings.model
         manifest = try ModelManifest.load(path: manifestPath)
         guard var parameters = manifest.decoder.detector else {
             throw StageError("\(manifestPath) describes an image-to-image model (decoder '\(manifest.decoder.name)'), not a detector; use it with lensstylize")
         }
         // The stage's properties win over the manifest; threshold= is every class's.
-        let threshold = settings.double("threshold")
+        let threshold = settings.threshold
         if threshold > 0 { parameters.minScore = threshold }
-        if let method = SuppressionOptions.Method(rawValue: settings.string("suppression")) { parameters.suppression.method = method }
-        if let agnostic = Bool(settings.string("class-agnostic")) { parameters.suppression.classAgnostic = agnostic }
-        let names = settings.list("classes")
+        if let method = SuppressionOptions.Method(rawValue: settings.suppression) { parameters.suppression.method = method }
+        if let agnostic = Bool(settings.classAgnostic) { parameters.suppression.classAgnostic = agnostic }
+        let names = commaList(settings.classes)
         let classes = try DetectionClasses(labels: manifest.labels, classThresholds: threshold > 0 ? [:] : manifest.classThresholds,
                                            keeping: names.isEmpty ? nil : names)
         do {
@@ -131,17 +153,16 @@ public final class DetectStage: Stage {
         } catch let error as StageError {
             throw StageError("\(manifestPath): \(error.message)")
         }
-        _ = try RemoteSettings.address(settings, manifestPath: manifestPath) // a bad server= fails the start
-        crop = CropMode(rawValue: settings.string("crop")) ?? manifest.crop
-        let options = InferenceOptions(stage: settings)
+        _ = try settings.remote.address(device: settings.inference.device, manifestPath: manifestPath) // a bad server= fails the start
+        crop = CropMode(rawValue: settings.crop) ?? manifest.crop
+        let options = InferenceOptions(settings.inference, batch: settings.batch)
         self.options = options
         do { try models.checkDevice(options.device) } catch { throw StageError("\(error)") }
         if options.device != RemoteSettings.device {
             // A catalogue model that is not installed fails the start, not the first frame.
             modelUse = models.register(model: try manifest.resolve(manifest.model, relativeTo: manifestPath))
         }
-        let path = settings.string("metadata")
-        if !path.isEmpty { metadata = try MetadataWriter(location: path) }
+        if !settings.metadata.isEmpty { metadata = try MetadataWriter(location: settings.metadata) }
     }
 
     static var defaultCacheDirectory: String {
@@ -167,7 +188,7 @@ public final class DetectStage: Stage {
         let input = ImageInput(width: manifest.input.width, height: manifest.input.height, layout: manifest.input.layout.rawValue,
                                colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
-        let source = try RemoteSettings.address(settings, manifestPath: manifestPath).map(ModelSource.server)
+        let source = try settings.remote.address(device: settings.inference.device, manifestPath: manifestPath).map(ModelSource.server)
             ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))
         let request = ModelRequest(source: source, input: input, frame: frame, region: region, options: options, resizable: manifest.input.resizable)
         (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
@@ -278,12 +299,12 @@ public final class DetectStage: Stage {
     private var latency = ReportedLatency()
 
     /// The drawing settings, and a device this machine has (compiling for it is left to the change).
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {
         _ = try LiveSettings(settings)
-        if changing.contains("device") { try ModelLoader.process.checkDevice(settings.string("device")) }
+        if changing.contains("device") { try ModelLoader.process.checkDevice(settings.inference.device) }
     }
 
-    public func settingsChanged(_ settings: StageSettings) {
+    public func settingsChanged(_ settings: Settings) {
         do {
             live = try LiveSettings(settings)
         } catch {
@@ -291,7 +312,7 @@ public final class DetectStage: Stage {
             return
         }
         self.settings = settings
-        let device = settings.string("device")
+        let device = settings.inference.device
         guard device != options.device else { return }
         // A new device: the model is compiled for it between two frames (a detector compiles in
         // a fraction of a second; a live source drops the frames that arrive meanwhile). One

@@ -20,12 +20,17 @@ import Synchronization
 final class HTTPRecordSink: RecordSink {
     static let schemes = ["http", "https"]
     static let usage = "http://HOST:PORT/PATH to POST each record as one JSON request (a webhook; https:// is refused: the client has no TLS)"
-    static let properties: [PropertySpec] = [
-        PropertySpec("timeout-ms", .int(10...600_000), default: .int(2000),
-                     help: "http://: time one request may take (connecting, sending, the whole answer)"),
-        PropertySpec("retries", .int(0...10), default: .int(2),
-                     help: "http://: tries again of a request that got no answer or 5xx, 408, 429 (back-off 250 ms, doubling); while the peer keeps failing a record gets one try"),
-    ]
+    struct Settings: StageSettings {
+        var maxQueued = 1000
+        var timeoutMs = 2000
+        var retries = 2
+        static let properties: [Property<Settings>] = [
+            .maxQueued(\.maxQueued),
+            .int("timeout-ms", \.timeoutMs, 10...600_000, help: "http://: time one request may take (connecting, sending, the whole answer)"),
+            .int("retries", \.retries, 0...10,
+                 help: "http://: tries again of a request that got no answer or 5xx, 408, 429 (back-off 250 ms, doubling); while the peer keeps failing a record gets one try"),
+        ]
+    }
 
     /// Where the records go, as given in `location`.
     struct Address: Equatable {
@@ -84,13 +89,13 @@ final class HTTPRecordSink: RecordSink {
     private let ledger = Ledger()
     private var final: OutputQueue.Counts?
 
-    init(location: String, settings: StageSettings) throws {
+    init(location: String, settings: Settings) throws {
         address = try Address(parsing: location)
         // Only an answer's status counts: a few KB of its body are read, then the connection is
         // closed (a receiver answering without end held each request for its whole deadline).
-        client = HTTPClient(host: address.host, port: address.port, timeout: Double(settings.int("timeout-ms")) / 1000, limits: .statusOnly)
-        retries = settings.int("retries")
-        queue = OutputQueue(name: "streamlens.http", capacity: settings.int("max-queued"))
+        client = HTTPClient(host: address.host, port: address.port, timeout: Double(settings.timeoutMs) / 1000, limits: .statusOnly)
+        retries = settings.retries
+        queue = OutputQueue(name: "streamlens.http", capacity: settings.maxQueued)
     }
 
     func take(_ record: Data) -> [StageNotice] {

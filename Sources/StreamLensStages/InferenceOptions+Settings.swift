@@ -1,50 +1,69 @@
 import StreamLensCore
 import StreamLensInference
 
-extension InferenceOptions {
-    /// The model stages' common properties (device, precision, threads, nireq, cache-dir) as
-    /// OpenVINO options: one reading for lensdetect, lensstylize and lensclassify.
-    init(stage settings: StageSettings) {
-        self.init()
-        device = settings.string("device")
-        if settings.string("precision") != "default" { precision = settings.string("precision") }
-        threads = settings.int("threads")
-        requests = settings.int("nireq")
-        // lensdetect and lensstylize declare them (InferenceOptions.batchProperties).
-        if case .int(let size)? = settings["batch-size"] { batchSize = size }
-        if case .int(let timeout)? = settings["batch-timeout"] { batchTimeout = Double(timeout) }
-        let cache = settings.string("cache-dir")
-        cacheDirectory = cache.isEmpty ? DetectStage.defaultCacheDirectory : cache
-    }
-}
+/// The model stages' common properties (device, precision, threads, nireq, cache-dir), declared
+/// once: lensdetect, lensstylize and lensclassify hold one as `inference`.
+public struct InferenceSettings: StageSettings {
+    public var device = "CPU"
+    public var precision = "auto"
+    public var threads = 0
+    public var nireq = 2
+    public var cacheDir = ""
+    public init() {}
 
-extension InferenceOptions {
-    /// The rows every model stage shares (device, precision, threads, nireq, cache-dir),
-    /// declared once; `live` names those the stage can change while playing (lensdetect
-    /// recompiles for a new device between two frames, lensstylize reloads in the background).
-    static func properties(live: Set<String> = []) -> [PropertySpec] {
+    public static let properties = rows(live: [])
+
+    /// The rows; `live` names those the stage can change while playing (lensdetect recompiles
+    /// for a new device between two frames, lensstylize reloads in the background).
+    static func rows(live: Set<String>) -> [Property<InferenceSettings>] {
         [
-            PropertySpec("device", .string, default: .string("CPU"), live: live.contains("device"),
-                         help: "where the model runs: an OpenVINO device (CPU, GPU, NPU, AUTO…: the iOS app's compute-unit switch) or, where the stage has server=, remote (an inference server)"),
-            PropertySpec("precision", .choice(["auto", "default", "f32", "bf16", "f16"]), default: .string("auto"), live: live.contains("precision"),
-                         help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
-            PropertySpec("threads", .int(0...256), default: .int(0), live: live.contains("threads"),
-                         help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
-            PropertySpec("nireq", .int(1...16), default: .int(2), live: live.contains("nireq"),
-                         help: "infer requests in flight (DL Streamer's nireq): with 2, one frame (or crop) is prepared and delivered while the next is inferred"),
-            PropertySpec("cache-dir", .string, default: .string(""), live: live.contains("cache-dir"),
-                         help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
+            .string("device", \.device, live: live.contains("device"),
+                    help: "where the model runs: an OpenVINO device (CPU, GPU, NPU, AUTO…: the iOS app's compute-unit switch) or, where the stage has server=, remote (an inference server)"),
+            .choice("precision", \.precision, ["auto", "default", "f32", "bf16", "f16"], live: live.contains("precision"),
+                    help: "inference precision: auto (the faster the device runs, measured once and remembered in cache-dir), default (the device's own), or a hint"),
+            .int("threads", \.threads, 0...256, live: live.contains("threads"),
+                 help: "inference threads (0: this model's share of the cores, divided among the model stages of the process)"),
+            .int("nireq", \.nireq, 1...16, live: live.contains("nireq"),
+                 help: "infer requests in flight (DL Streamer's nireq): with 2, one frame (or crop) is prepared and delivered while the next is inferred"),
+            .string("cache-dir", \.cacheDir, live: live.contains("cache-dir"), help: "compiled-model cache folder (empty: ~/.cache/streamlens/openvino)"),
         ]
     }
 
-    /// `batch-size` and `batch-timeout`: DL Streamer's batch-size, across the stages of one
-    /// process (the backend batches: OpenVINO's `BatchedModel`).
-    static let batchProperties = [
-        PropertySpec("batch-size", .int(1...16), default: .int(1),
-                     help: "frames run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
-        PropertySpec("batch-timeout", .int(0...1000), default: .int(10),
-                     help: "milliseconds a frame waits for others to fill its batch (batch-size > 1); then the frames there run, each on its own"),
+    /// A stage's rows for the inference settings it holds at `path`.
+    static func rows<S: StageSettings>(_ path: WritableKeyPath<S, InferenceSettings> & Sendable, live: Set<String> = []) -> [Property<S>] {
+        rows(live: live).map { $0.lifted(path) }
+    }
+}
+
+/// `batch-size` and `batch-timeout`: DL Streamer's batch-size, across the stages of one process
+/// (the backend batches: OpenVINO's `BatchedModel`). lensdetect and lensstylize hold one.
+public struct BatchSettings: StageSettings {
+    public var batchSize = 1
+    public var batchTimeout = 10
+    public init() {}
+
+    public static let properties: [Property<BatchSettings>] = [
+        .int("batch-size", \.batchSize, 1...16,
+             help: "frames run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
+        .int("batch-timeout", \.batchTimeout, 0...1000,
+             help: "milliseconds a frame waits for others to fill its batch (batch-size > 1); then the frames there run, each on its own"),
     ]
+}
+
+extension InferenceOptions {
+    /// The options a model stage's settings give (`batch`: the stage batches).
+    init(_ settings: InferenceSettings, batch: BatchSettings? = nil) {
+        self.init()
+        device = settings.device
+        if settings.precision != "default" { precision = settings.precision }
+        threads = settings.threads
+        requests = settings.nireq
+        if let batch {
+            batchSize = batch.batchSize
+            batchTimeout = Double(batch.batchTimeout)
+        }
+        cacheDirectory = settings.cacheDir.isEmpty ? DetectStage.defaultCacheDirectory : settings.cacheDir
+    }
 }
 
 extension ModelLoader {

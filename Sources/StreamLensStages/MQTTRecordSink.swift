@@ -8,14 +8,19 @@ import StreamLensMQTT
 final class MQTTRecordSink: RecordSink {
     static let schemes = ["mqtt", "mqtts"]
     static let usage = "mqtt://HOST:PORT/TOPIC or mqtts://… to publish each record as an MQTT message"
-    static let properties: [PropertySpec] = [
-        PropertySpec("qos", .int(0...1), default: .int(0),
-                     help: "MQTT quality of service: 0 at most once, 1 at least once (acknowledged, resent after a reconnect)"),
-        PropertySpec("credentials", .string, default: .string(""),
-                     help: "MQTT: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD if set, else none)"),
-        PropertySpec("ca-file", .string, default: .string(""),
-                     help: "mqtts://: the CA certificate (PEM) the broker's certificate must chain to (empty: the system's)"),
-    ]
+    struct Settings: StageSettings {
+        var maxQueued = 1000
+        var qos = 0
+        var credentials = ""
+        var caFile = ""
+        static let properties: [Property<Settings>] = [
+            .maxQueued(\.maxQueued),
+            .int("qos", \.qos, 0...1, help: "MQTT quality of service: 0 at most once, 1 at least once (acknowledged, resent after a reconnect)"),
+            .string("credentials", \.credentials,
+                    help: "MQTT: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD if set, else none)"),
+            .string("ca-file", \.caFile, help: "mqtts://: the CA certificate (PEM) the broker's certificate must chain to (empty: the system's)"),
+        ]
+    }
 
     private let publisher: MQTTPublisher
     /// The publisher's calls go through a queue of their own, as every sink's I/O does:
@@ -23,12 +28,12 @@ final class MQTTRecordSink: RecordSink {
     private let handOver = OutputQueue(name: "streamlens.mqtt")
     private var finalReport: MQTTPublisher.Report?
 
-    init(location: String, settings: StageSettings) throws {
+    init(location: String, settings: Settings) throws {
         var c = MQTTPublisher.Configuration(location: try MQTTLocation(parsing: location))
-        c.qos = settings.int("qos")
-        c.maxQueued = settings.int("max-queued")
-        c.credentials = try MQTTCredentials.resolve(file: settings.string("credentials"), environment: ProcessInfo.processInfo.environment)
-        c.caFile = settings.string("ca-file")
+        c.qos = settings.qos
+        c.maxQueued = settings.maxQueued
+        c.credentials = try MQTTCredentials.resolve(file: settings.credentials, environment: ProcessInfo.processInfo.environment)
+        c.caFile = settings.caFile
         if !c.caFile.isEmpty {
             guard c.location.tls else { throw StageError("property ca-file is for mqtts:// locations (TLS); \(location) is plain mqtt://") }
             try InputFile.check(c.caFile, what: "ca-file")

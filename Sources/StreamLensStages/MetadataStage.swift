@@ -18,32 +18,39 @@ public final class MetadataStage: Stage {
         summary: "Write each frame's regions of interest as JSON Lines: to a file, or over the network as location's scheme says (docs/metadata.md)",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect ! lensmetadata location=- ! fakesink",
         placement: .inLine,
-        properties: [
-            PropertySpec("location", .string, default: .string("-"),
-                         help: "where each frame's record goes: " + RecordSinkRegistry.usage),
-            PropertySpec("publish", .choice(["all", "regions", "events"]), default: .string("all"),
-                         help: "which frames make a record (message, request, line): all, those with regions, those with events"),
-            PropertySpec("max-queued", .int(1...1_000_000), default: .int(1000),
-                         help: "network locations: records kept while the destination is away or slow (and not yet sent); beyond it records are dropped, counted"),
-        ] + RecordSinkRegistry.properties)
+        properties: Settings.table)
+
+    public struct Settings: StageSettings {
+        public var location = "-"
+        public var publish = Publish.all
+        /// The record sinks' own properties, by name (`RecordSinkRegistry.rows`).
+        public var sinks: [String: PropertyValue] = [:]
+        public enum Publish: String, Sendable, CaseIterable { case all, regions, events }
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .string("location", \.location, help: "where each frame's record goes: " + RecordSinkRegistry.usage),
+            .choice("publish", \.publish, help: "which frames make a record (message, request, line): all, those with regions, those with events"),
+        ] + RecordSinkRegistry.rows(\.sinks)
+    }
 
     private let sink: any RecordSink
-    private let publish: String
+    private let publish: Settings.Publish
     private let encoder = JSONEncoder.stable()
     private var notices: [StageNotice] = []
     private var ended = false
 
-    public init(settings: StageSettings) throws {
-        let location = settings.string("location")
+    public init(settings: Settings) throws {
+        let location = settings.location
         guard !location.isEmpty else { throw StageError("property location is empty: name a file, or - for standard output") }
-        publish = settings.string("publish")
-        sink = try RecordSinkRegistry.open(location, settings: settings)
+        publish = settings.publish
+        sink = try RecordSinkRegistry.open(location, values: settings.sinks)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
         let regions = frame.pixels.regionsOfInterest()
-        if publish == "regions" && regions.isEmpty { return .forward }
-        if publish == "events" && frame.pixels.events().isEmpty { return .forward }
+        if publish == .regions && regions.isEmpty { return .forward }
+        if publish == .events && frame.pixels.events().isEmpty { return .forward }
         guard let record = MetadataRecord.line(regions, frame: frame, encoder: encoder) else { return .forward }
         notices += sink.take(record)
         return .forward

@@ -93,9 +93,7 @@ final class MetadataWriter {
 extension MetadataWriter: RecordSink {
     static let schemes = ["file"]
     static let usage = "a JSON Lines file (a path or file://PATH, created at its first record) or - for standard output"
-    static let properties: [PropertySpec] = []
-
-    convenience init(location: String, settings: StageSettings) throws {
+    convenience init(location: String, settings: NoSettings) throws {
         try self.init(location: location.hasPrefix("file://") ? String(location.dropFirst("file://".count)) : location)
     }
 }

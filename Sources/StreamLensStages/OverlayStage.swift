@@ -15,48 +15,59 @@ public final class OverlayStage: Stage {
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lensoverlay ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
         placement: .inLine,
-        properties: [
-            PropertySpec("color", .string, default: .string("class"), live: true,
-                         help: "box colour: #rrggbb, class (a colour per label; the first is green) or id (a colour per object id)"),
-            PropertySpec("thickness", .int(1...50), default: .int(3), live: true, help: "box line width in pixels"),
-            PropertySpec("labels", .bool, default: .bool(true), live: true, help: "draw each region's label, object id and score"),
-            PropertySpec("keypoints", .bool, default: .bool(true), live: true, help: "draw each region's keypoints"),
-            PropertySpec("attributes", .bool, default: .bool(true), live: true, help: "draw each region's attributes under its box"),
-            PropertySpec("masks", .double(0...1), default: .double(0.4), live: true,
-                         help: "how opaque each region's mask (a segmentation model's outline) is painted in the region's colour, by class or id as color says (0: not drawn)"),
-            PropertySpec("zones", .bool, default: .bool(true), live: true,
-                         help: "draw the zones frames carry (lenszone's lines and areas, with their names and counts)"),
-            PropertySpec("overlay", .bool, default: .bool(false), live: true,
-                         help: "draw the frame rate and (live sources) the frame's latency in the top-left corner"),
-        ],
+        properties: Settings.table,
         keys: [
             KeyBinding(["f"], .toggle(property: "overlay"), help: "frame rate / latency overlay on or off"),
             KeyBinding(["l"], .toggle(property: "labels"), help: "labels on or off"),
             KeyBinding(["z"], .toggle(property: "zones"), help: "zones (lenszone's lines and areas) on or off"),
         ])
 
-    /// The property table, decoded once (at start and on each live change).
-    struct Settings {
+    public struct Settings: StageSettings {
+        public var color = "class"
+        public var thickness = 3
+        public var labels = true
+        public var keypoints = true
+        public var attributes = true
+        public var masks = 0.4
+        public var zones = true
+        public var overlay = false
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .string("color", \.color, live: true,
+                    help: "box colour: #rrggbb, class (a colour per label; the first is green) or id (a colour per object id)"),
+            .int("thickness", \.thickness, 1...50, live: true, help: "box line width in pixels"),
+            .bool("labels", \.labels, live: true, help: "draw each region's label, object id and score"),
+            .bool("keypoints", \.keypoints, live: true, help: "draw each region's keypoints"),
+            .bool("attributes", \.attributes, live: true, help: "draw each region's attributes under its box"),
+            .double("masks", \.masks, 0...1, live: true,
+                    help: "how opaque each region's mask (a segmentation model's outline) is painted in the region's colour, by class or id as color says (0: not drawn)"),
+            .bool("zones", \.zones, live: true, help: "draw the zones frames carry (lenszone's lines and areas, with their names and counts)"),
+            .bool("overlay", \.overlay, live: true, help: "draw the frame rate and (live sources) the frame's latency in the top-left corner"),
+        ]
+    }
+
+    /// The settings as the frames use them (the colour decoded), made at start and on each change.
+    struct Drawing {
         var painter: RegionPainter
         var corner: Bool
         var zones: Bool
 
-        init(_ settings: StageSettings) throws {
-            let coloring = try RegionPainter.coloring(property: settings.string("color"))
-            painter = RegionPainter(coloring: coloring, thickness: Double(settings.int("thickness")), labels: settings.bool("labels"),
-                                    keypoints: settings.bool("keypoints"), attributes: settings.bool("attributes"),
-                                    maskOpacity: settings.double("masks"))
-            corner = settings.bool("overlay")
-            zones = settings.bool("zones")
+        init(_ settings: Settings) throws {
+            let coloring = try RegionPainter.coloring(property: settings.color)
+            painter = RegionPainter(coloring: coloring, thickness: Double(settings.thickness), labels: settings.labels,
+                                    keypoints: settings.keypoints, attributes: settings.attributes, maskOpacity: settings.masks)
+            corner = settings.overlay
+            zones = settings.zones
         }
     }
 
-    private var settings: Settings
+    private var settings: Drawing
     private var frameRate = FrameRateMeter()
     private var notices: [StageNotice] = []
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Drawing(settings)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -66,11 +77,11 @@ public final class OverlayStage: Stage {
         return .forward
     }
 
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws { _ = try Drawing(settings) }
 
-    public func settingsChanged(_ settings: StageSettings) {
+    public func settingsChanged(_ settings: Settings) {
         do {
-            self.settings = try Settings(settings)
+            self.settings = try Drawing(settings)
         } catch {
             notices.append(StageNotice(.warning, "\(error); keeping the previous drawing settings"))
         }

@@ -12,15 +12,22 @@ public final class PassStage: Stage {
         summary: "Pass frames through unchanged (bridge overhead; simulated slow stage with delay)",
         example: "videotestsrc num-buffers=100 ! lenspass ! fakesink",
         placement: .inLine,
-        properties: [
-            PropertySpec("delay", .int(0...10_000), default: .int(0), live: true,
-                         help: "milliseconds to hold each frame, standing in for a slow model (with thread=own, where a model runs)"),
-        ])
+        properties: Settings.table)
+
+    public struct Settings: StageSettings {
+        /// Milliseconds each frame is held.
+        public var delay = 0
+        public init() {}
+        public static let properties: [Property<Settings>] = [
+            .int("delay", \.delay, 0...10_000, live: true,
+                 help: "milliseconds to hold each frame, standing in for a slow model (with thread=own, where a model runs)"),
+        ]
+    }
 
     private var delay: Int
 
-    public init(settings: StageSettings) throws {
-        delay = settings.int("delay")
+    public init(settings: Settings) throws {
+        delay = settings.delay
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -28,8 +35,8 @@ public final class PassStage: Stage {
         return .forward
     }
 
-    public func settingsChanged(_ settings: StageSettings) {
-        delay = settings.int("delay")
+    public func settingsChanged(_ settings: Settings) {
+        delay = settings.delay
     }
 
     public var latencyNanoseconds: UInt64 { UInt64(delay) * 1_000_000 }

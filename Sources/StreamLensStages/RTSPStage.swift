@@ -22,22 +22,33 @@ public final class RTSPStage: Stage {
         capsPassthrough: false,
         isSink: true,
         placement: .inLine,
-        properties: [
-            PropertySpec("mount", .string, default: .string("/stream"), help: "path of the stream in the URL, starting with /"),
-            PropertySpec("port", .int(1...65535), default: .int(8554), help: "RTSP port (TCP)"),
-            PropertySpec("address", .string, default: .string("127.0.0.1"),
-                         help: "numeric address to listen on, RTSP and RTP/RTCP alike (0.0.0.0: every interface)"),
-            PropertySpec("encoder", .choice(RTSPServer.Configuration.Encoder.allCases.map(\.rawValue)), default: .string("x264enc"),
-                         help: "H.264 encoder element"),
-            PropertySpec("bitrate", .int(16...200_000), default: .int(2000), help: "encoder bit rate, kbit/s"),
-            PropertySpec("key-int", .int(1...3000), default: .int(30),
-                         help: "frames between key frames (how long a new client may wait for a picture)"),
-            PropertySpec("low-latency", .bool, default: .bool(true),
-                         help: "encode each frame as it comes (x264enc tune=zerolatency speed-preset=ultrafast)"),
-            PropertySpec("tcp-only", .bool, default: .bool(false), help: "RTP over the RTSP connection only, no UDP"),
-            PropertySpec("auth-file", .string, default: .string(""),
-                         help: "file holding user:password for Basic authentication (empty: STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD if set, else none)"),
-        ])
+        properties: Settings.table)
+
+    public struct Settings: StageSettings {
+        public var mount = "/stream"
+        public var port = 8554
+        public var address = "127.0.0.1"
+        public var encoder = RTSPServer.Configuration.Encoder.x264enc
+        public var bitrate = 2000
+        public var keyInt = 30
+        public var lowLatency = true
+        public var tcpOnly = false
+        public var authFile = ""
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .string("mount", \.mount, help: "path of the stream in the URL, starting with /"),
+            .int("port", \.port, 1...65535, help: "RTSP port (TCP)"),
+            .string("address", \.address, help: "numeric address to listen on, RTSP and RTP/RTCP alike (0.0.0.0: every interface)"),
+            .choice("encoder", \.encoder, help: "H.264 encoder element"),
+            .int("bitrate", \.bitrate, 16...200_000, help: "encoder bit rate, kbit/s"),
+            .int("key-int", \.keyInt, 1...3000, help: "frames between key frames (how long a new client may wait for a picture)"),
+            .bool("low-latency", \.lowLatency, help: "encode each frame as it comes (x264enc tune=zerolatency speed-preset=ultrafast)"),
+            .bool("tcp-only", \.tcpOnly, help: "RTP over the RTSP connection only, no UDP"),
+            .string("auth-file", \.authFile,
+                    help: "file holding user:password for Basic authentication (empty: STREAMLENS_RTSP_USER and STREAMLENS_RTSP_PASSWORD if set, else none)"),
+        ]
+    }
 
     private let server: RTSPServer
     private var notices: [StageNotice] = []
@@ -45,7 +56,7 @@ public final class RTSPStage: Stage {
     private var peakClients = 0
     private var lastClientCheck: UInt64 = 0
 
-    public init(settings: StageSettings) throws {
+    public init(settings: Settings) throws {
         let configuration = try Self.configuration(settings, environment: ProcessInfo.processInfo.environment)
         do {
             server = try RTSPServer(configuration)
@@ -68,21 +79,21 @@ public final class RTSPStage: Stage {
 
     /// The server's configuration from the stage's settings (and, for credentials, the
     /// environment).
-    static func configuration(_ settings: StageSettings, environment: [String: String]) throws -> RTSPServer.Configuration {
+    static func configuration(_ settings: Settings, environment: [String: String]) throws -> RTSPServer.Configuration {
         var c = RTSPServer.Configuration()
-        c.mount = settings.string("mount")
+        c.mount = settings.mount
         guard c.mount.hasPrefix("/"), c.mount.count > 1,
               c.mount.unicodeScalars.allSatisfy({ CharacterSet.urlPathAllowed.contains($0) }) else {
-            throw StageError("property mount=\(settings.string("mount")) must be a URL path such as /stream")
+            throw StageError("property mount=\(settings.mount) must be a URL path such as /stream")
         }
-        c.port = settings.int("port")
-        c.address = settings.string("address")
-        c.encoder = RTSPServer.Configuration.Encoder(rawValue: settings.string("encoder")) ?? .x264enc
-        c.bitrate = settings.int("bitrate")
-        c.keyInterval = settings.int("key-int")
-        c.lowLatency = settings.bool("low-latency")
-        c.tcpOnly = settings.bool("tcp-only")
-        c.credentials = try credentials(file: settings.string("auth-file"), environment: environment)
+        c.port = settings.port
+        c.address = settings.address
+        c.encoder = settings.encoder
+        c.bitrate = settings.bitrate
+        c.keyInterval = settings.keyInt
+        c.lowLatency = settings.lowLatency
+        c.tcpOnly = settings.tcpOnly
+        c.credentials = try credentials(file: settings.authFile, environment: environment)
         return c
     }
 

@@ -30,41 +30,55 @@ public final class RecordStage: Stage, AudioInput {
         // What mp4mux takes (gst-inspect-1.0 mp4mux, its audio_%u pads); the audio arrives parsed.
         audioCaps: "audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; audio/mpeg, mpegversion=(int)1; audio/x-ac3; audio/x-opus",
         placement: .inLine,
-        properties: [
-            PropertySpec("pre", .double(0...600), default: .double(5),
-                         help: "seconds of video kept before the event (the clip starts at the keyframe at or before them)"),
-            PropertySpec("post", .double(0...3600), default: .double(5), live: true,
-                         help: "seconds of video after the last trigger (a trigger during a clip extends it)"),
-            PropertySpec("max", .double(1...86_400), default: .double(300), live: true,
-                         help: "seconds a clip may last at most, from its first frame"),
-            PropertySpec("max-ring-bytes", .string, default: .string("64M"),
-                         help: "bytes (or 500K, 64M: powers of 1000) the pre-roll may hold: beyond it the oldest groups of pictures go (the clip then starts later than pre)"),
-            PropertySpec("location", .string, default: .string("clips/%Y%m%d-%H%M%S-{event}.mp4"),
-                         help: "file pattern: strftime fields (local wall-clock time of the trigger), {event} (what triggered it), {id}, {label} (the first event's object), {n} or %05d (a width: the clip counter, from 1); folders are made; an existing file is never overwritten (the next number, or -2, -3… added)"),
-            PropertySpec("on", .string, default: .string("zone"),
-                         help: "what triggers a clip, comma-separated: zone (lenszone's events on the frames), track (an object id not seen before), label (a label the previous frame did not have); none: only record= and SIGUSR1"),
-            PropertySpec("zone-events", .string, default: .string(""),
-                         help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
-            LabelFilter.property("on=track, label: only regions with these labels trigger", live: false),
-            PropertySpec("record", .string, default: .string(""), live: true,
-                         help: "set to a reason (a word: letters, digits, - _ ., e.g. manual) to trigger a clip now; reads back empty"),
-            PropertySpec("max-clips", .int(0...1_000_000), default: .int(0),
-                         help: "clips (with this location pattern) kept in the folders written into: the oldest are deleted (0: no limit)"),
-            PropertySpec("max-bytes", .string, default: .string("0"),
-                         help: "bytes (or 500M, 2G) those clips may take: the oldest are deleted (0: no limit)"),
-            PropertySpec("max-age", .double(0...31_536_000), default: .double(0),
-                         help: "seconds a clip is kept: older ones are deleted when a clip is written (0: no limit)"),
-            PropertySpec("events", .string, default: .string(""),
-                         help: "where each clip's record also goes, as lensmetadata's location: mqtt://HOST:PORT/TOPIC, http://…, a file (empty: the bus and the API only)"),
-            PropertySpec("max-queued", .int(1...1_000_000), default: .int(1000),
-                         help: "events: records kept while the destination is away or slow"),
-            .reading("clips", help: "clips written so far"),
-            .reading("recording", help: "true while a clip is being recorded"),
-        ] + RecordSinkRegistry.properties)
+        properties: Settings.table)
 
     enum Trigger: String, CaseIterable { case zone, track, label }
 
-    struct Settings {
+    public struct Settings: StageSettings {
+        public var pre = 5.0
+        public var post = 5.0
+        public var max = 300.0
+        public var maxRingBytes = "64M"
+        public var location = "clips/%Y%m%d-%H%M%S-{event}.mp4"
+        public var on = "zone"
+        public var zoneEvents = ""
+        public var labels = ""
+        public var record = ""
+        public var maxClips = 0
+        public var maxBytes = "0"
+        public var maxAge = 0.0
+        public var events = ""
+        /// The record sinks' own properties, by name, for `events` (`RecordSinkRegistry.rows`).
+        public var sinks: [String: PropertyValue] = [:]
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .double("pre", \.pre, 0...600, help: "seconds of video kept before the event (the clip starts at the keyframe at or before them)"),
+            .double("post", \.post, 0...3600, live: true, help: "seconds of video after the last trigger (a trigger during a clip extends it)"),
+            .double("max", \.max, 1...86_400, live: true, help: "seconds a clip may last at most, from its first frame"),
+            .string("max-ring-bytes", \.maxRingBytes,
+                    help: "bytes (or 500K, 64M: powers of 1000) the pre-roll may hold: beyond it the oldest groups of pictures go (the clip then starts later than pre)"),
+            .string("location", \.location,
+                    help: "file pattern: strftime fields (local wall-clock time of the trigger), {event} (what triggered it), {id}, {label} (the first event's object), {n} or %05d (a width: the clip counter, from 1); folders are made; an existing file is never overwritten (the next number, or -2, -3… added)"),
+            .string("on", \.on,
+                    help: "what triggers a clip, comma-separated: zone (lenszone's events on the frames), track (an object id not seen before), label (a label the previous frame did not have); none: only record= and SIGUSR1"),
+            .string("zone-events", \.zoneEvents, help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
+            LabelFilter.property(\.labels, "on=track, label: only regions with these labels trigger", live: false),
+            .string("record", \.record, live: true,
+                    help: "set to a reason (a word: letters, digits, - _ ., e.g. manual) to trigger a clip now; reads back empty"),
+            .int("max-clips", \.maxClips, 0...1_000_000,
+                 help: "clips (with this location pattern) kept in the folders written into: the oldest are deleted (0: no limit)"),
+            .string("max-bytes", \.maxBytes, help: "bytes (or 500M, 2G) those clips may take: the oldest are deleted (0: no limit)"),
+            .double("max-age", \.maxAge, 0...31_536_000, help: "seconds a clip is kept: older ones are deleted when a clip is written (0: no limit)"),
+            .string("events", \.events,
+                    help: "where each clip's record also goes, as lensmetadata's location: mqtt://HOST:PORT/TOPIC, http://…, a file (empty: the bus and the API only)"),
+            .reading("clips", help: "clips written so far"),
+            .reading("recording", help: "true while a clip is being recorded"),
+        ] + RecordSinkRegistry.rows(\.sinks)
+    }
+
+    /// The settings checked and decoded, at start.
+    struct Recording {
         var recorder: ClipRecorder<EncodedFrame>.Settings
         var pattern: FilePattern
         var triggers: Set<Trigger>
@@ -72,33 +86,31 @@ public final class RecordStage: Stage, AudioInput {
         var labels: LabelFilter
         var retention: ClipRetention.Limits
 
-        init(_ settings: StageSettings) throws {
-            let ring = try SnapshotStage.Settings.bytes(settings.string("max-ring-bytes"), property: "max-ring-bytes")
+        init(_ settings: Settings) throws {
+            let ring = try SnapshotStage.Snapping.bytes(settings.maxRingBytes, property: "max-ring-bytes")
             guard ring > 0 else { throw StageError("property max-ring-bytes=0: the pre-roll needs room (e.g. 64M)") }
-            recorder = .init(pre: settings.double("pre"), post: settings.double("post"), max: settings.double("max"), maxRingBytes: ring)
-            pattern = try FilePattern(settings.string("location"), property: "location", extensions: ["mp4"], fields: ["event", "id", "label", "n"],
+            recorder = .init(pre: settings.pre, post: settings.post, max: settings.max, maxRingBytes: ring)
+            pattern = try FilePattern(settings.location, property: "location", extensions: ["mp4"], fields: ["event", "id", "label", "n"],
                                       counter: true, example: "clips/%Y%m%d-%H%M%S-{event}.mp4")
-            let on = settings.list("on")
             triggers = []
-            for name in on where name != "none" {
+            for name in commaList(settings.on) where name != "none" {
                 guard let t = Trigger(rawValue: name) else {
-                    throw StageError("property on=\(settings.string("on")): '\(name)' is not a trigger; they are \(Trigger.allCases.map(\.rawValue).joined(separator: ", ")), or none")
+                    throw StageError("property on=\(settings.on): '\(name)' is not a trigger; they are \(Trigger.allCases.map(\.rawValue).joined(separator: ", ")), or none")
                 }
                 triggers.insert(t)
             }
-            let events = settings.list("zone-events")
+            let events = commaList(settings.zoneEvents)
             for e in events where !SnapshotStage.zoneEventTypes.contains(e) {
-                throw StageError("property zone-events=\(settings.string("zone-events")): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
+                throw StageError("property zone-events=\(settings.zoneEvents): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
             }
             zoneEvents = events.isEmpty ? nil : Set(events)
-            labels = LabelFilter(settings)
-            retention = .init(count: settings.int("max-clips"),
-                              bytes: try SnapshotStage.Settings.bytes(settings.string("max-bytes"), property: "max-bytes"),
-                              age: settings.double("max-age"))
+            labels = LabelFilter(text: settings.labels)
+            retention = .init(count: settings.maxClips, bytes: try SnapshotStage.Snapping.bytes(settings.maxBytes, property: "max-bytes"),
+                              age: settings.maxAge)
         }
     }
 
-    private var settings: Settings
+    private var settings: Recording
     private var recorder: ClipRecorder<EncodedFrame>
     private let finisher: ClipFinisher
     private var writer: ClipWriter?
@@ -114,19 +126,13 @@ public final class RecordStage: Stage, AudioInput {
     private var format: VideoFormat?
     private var notices: [StageNotice] = []
 
-    /// Audio handed over on the audio's streaming thread (`AudioInput`), taken on the stage's.
-    private struct AudioInbox: Sendable {
-        var units: [EncodedFrame] = []
-        var ended = false
-    }
-    private let audioInbox = Mutex(AudioInbox())
     /// Audio kept: from about the ring's oldest frame on (audio ahead of the video waits here
     /// too), and whatever the clip being written has not been given yet.
     private var audio: [EncodedFrame] = []
     private var audioOver = false
     /// The index in `audio` of the next unit the clip being written has not been given.
     private var audioNext = 0
-    /// Audio units held at most (inbox, and kept): about 7 minutes of AAC at 48 kHz. Only a
+    /// Audio units kept at most: about 7 minutes of AAC at 48 kHz. Only a
     /// video branch stalled for that long while the audio flows reaches it; the oldest go.
     static let maxAudioUnits = 20_000
     /// Seconds of audio kept before the ring's oldest frame and taken before a clip's first
@@ -134,8 +140,8 @@ public final class RecordStage: Stage, AudioInput {
     /// presentation time by the encoder's reordering delay (B-frames).
     static let audioLead = 1.0
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Recording(settings)
         recorder = ClipRecorder(settings: self.settings.recorder)
         let sample = self.settings.pattern.expand(["event": "zone", "id": "0", "label": "face", "n": "1"], at: Date())
         let folder = Folders.folder(sample)
@@ -143,19 +149,18 @@ public final class RecordStage: Stage, AudioInput {
         guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else {
             throw StageError("property location=\(self.settings.pattern.text): cannot write in folder \(folder.isEmpty ? "." : folder) (\(String(cString: strerror(errno))))")
         }
-        let events = settings.string("events")
-        let sink = events.isEmpty ? nil : try RecordSinkRegistry.open(events, settings: settings)
+        let sink = settings.events.isEmpty ? nil : try RecordSinkRegistry.open(settings.events, values: settings.sinks)
         finisher = ClipFinisher(pattern: self.settings.pattern, retention: self.settings.retention, sink: sink)
         requestsSeen = RecordRequests.count
         RecordRequests.installSignalHandler()
         try Self.checkLiveChange(settings, changing: ["record"])
-        if !settings.string("record").isEmpty { pendingReason = settings.string("record") }
+        if !settings.record.isEmpty { pendingReason = settings.record }
     }
 
     /// A clip's reason goes into its file name ({event}), its JSON, its event and the log: a
     /// word, not text (a line break in it forged a log line and a file name).
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
-        let reason = settings.string("record")
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {
+        let reason = settings.record
         guard reason.count <= 64, reason.allSatisfy({ ($0.isLetter || $0.isNumber) && $0.isASCII || "-_.".contains($0) }) else {
             throw StageError("property record: a reason is at most 64 letters, digits, '-', '_' or '.' (e.g. record=manual)")
         }
@@ -170,11 +175,11 @@ public final class RecordStage: Stage, AudioInput {
         self.format = format
     }
 
-    public func settingsChanged(_ new: StageSettings) {
-        settings.recorder.postNanoseconds = UInt64((new.double("post") * 1e9).rounded())
-        settings.recorder.maxNanoseconds = UInt64((new.double("max") * 1e9).rounded())
+    public func settingsChanged(_ new: Settings) {
+        settings.recorder.postNanoseconds = UInt64((new.post * 1e9).rounded())
+        settings.recorder.maxNanoseconds = UInt64((new.max * 1e9).rounded())
         recorder.settings = settings.recorder
-        let reason = new.string("record")
+        let reason = new.record
         if !reason.isEmpty {
             pendingReason = reason
             // Reads back empty, so the same reason triggers again.
@@ -182,26 +187,16 @@ public final class RecordStage: Stage, AudioInput {
         }
     }
 
-    public func audioArrived(_ audio: EncodedFrame) {
-        audioInbox.withLock { inbox in
-            if inbox.units.count >= Self.maxAudioUnits { inbox.units.removeFirst() }
-            inbox.units.append(audio)
+    public func audioArrived(_ unit: EncodedFrame) {
+        audio.append(unit)
+        // The oldest beyond the bound go, unless the clip being written still needs them.
+        if audio.count > Self.maxAudioUnits, audioNext > 0 || writer == nil {
+            audio.removeFirst()
+            audioNext = max(0, audioNext - 1)
         }
     }
 
-    public func audioEnded() {
-        audioInbox.withLock { $0.ended = true }
-    }
-
-    /// What the audio input handed over since the last frame.
-    private func takeAudio() {
-        let (units, ended) = audioInbox.withLock { inbox -> ([EncodedFrame], Bool) in
-            defer { inbox.units.removeAll(keepingCapacity: true) }
-            return (inbox.units, inbox.ended)
-        }
-        audio += units
-        audioOver = ended
-    }
+    public func audioEnded() { audioOver = true }
 
     /// Gives the clip being written the audio up to its video's end so far; ends its audio once
     /// the stream's audio ended and all of it was given.
@@ -234,7 +229,6 @@ public final class RecordStage: Stage, AudioInput {
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
-        takeAudio()
         let time = frame.pts ?? frame.dts ?? UInt64(frame.index) * (format?.frameDurationNanoseconds ?? 33_333_333)
         var why: [String] = []
         var events: [FrameEvent] = []
@@ -380,7 +374,6 @@ public final class RecordStage: Stage, AudioInput {
 
     public func streamEnded() {
         // A clip being recorded at the end (Ctrl-C, end of the file) is finalized as it stands.
-        takeAudio()
         if recorder.finish() { endClip() }
         finisher.drain(timeout: 15)
     }

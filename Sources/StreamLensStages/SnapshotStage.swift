@@ -28,28 +28,43 @@ public final class SnapshotStage: Stage {
         example: "videotestsrc num-buffers=20 ! video/x-raw,width=160,height=120,framerate=10/1 ! videoconvert ! video/x-raw,format=BGRx ! lenssnapshot on=interval interval=1 path=/tmp/streamlens-snapshots/%Y%m%d-%H%M%S-{n}.jpg max-folder-bytes=200000 ! fakesink",
         sinkCaps: RegionPainter.sinkCaps,
         placement: .inLine,
-        properties: [
-            PropertySpec("on", .string, default: .string("track"),
-                         help: "what triggers a snapshot, comma-separated: track (an object id not seen before), zone (a frame event: lenszone's), label (a label the previous frame did not have), interval (every interval seconds)"),
-            PropertySpec("zone-events", .string, default: .string(""),
-                         help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
-            LabelFilter.property("only regions with these labels trigger and are cropped", live: false),
-            PropertySpec("interval", .double(0.01...86_400), default: .double(10),
-                         help: "on=interval: seconds of stream time between snapshots (the first frame, then every interval from it)"),
-            PropertySpec("what", .choice(["frame", "crop"]), default: .string("frame"),
-                         help: "frame: the whole frame; crop: the triggering region's box grown by margin (the frame when a trigger has no region)"),
-            PropertySpec("margin", .double(0...2), default: .double(0.15),
-                         help: "what=crop: grow the box by this fraction of its larger side on every side (clamped to the frame)"),
-            PropertySpec("path", .string, default: .string("snapshots/%Y%m%d-%H%M%S-{frame}-{id}.jpg"),
-                         help: "file pattern: strftime fields (local wall-clock time) and {frame}, {id} (object id, untracked, or frame), {label}, {event}, {n} (counter); folders are made; an existing file is never overwritten (-2, -3… added)"),
-            PropertySpec("quality", .int(1...100), default: .int(85), help: "JPEG quality (jpegenc's)"),
-            PropertySpec("min-gap", .double(0...86_400), default: .double(0),
-                         help: "seconds of stream time between snapshots of one object (crops) or of the frame; those suppressed are counted (0: no limit)"),
-            // A string, not an int: GObject int properties stop at 2^31 (2 GB), and 500M reads better.
-            PropertySpec("max-folder-bytes", .string, default: .string("0"),
-                         help: "bytes (or 500K, 200M, 2G: powers of 1000) this stage's snapshots (JPEG + JSON, with this path pattern) may take in the folders it writes into: the oldest pairs are deleted to make room; other files are never counted nor touched (0: no limit)"),
+        properties: Settings.table)
+
+    public struct Settings: StageSettings {
+        public var on = "track"
+        public var zoneEvents = ""
+        public var labels = ""
+        public var interval = 10.0
+        public var what = What.frame
+        public var margin = 0.15
+        public var path = "snapshots/%Y%m%d-%H%M%S-{frame}-{id}.jpg"
+        public var quality = 85
+        public var minGap = 0.0
+        /// A string, not an int: GObject int properties stop at 2^31 (2 GB), and 500M reads better.
+        public var maxFolderBytes = "0"
+        public enum What: String, Sendable, CaseIterable { case frame, crop }
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .string("on", \.on,
+                    help: "what triggers a snapshot, comma-separated: track (an object id not seen before), zone (a frame event: lenszone's), label (a label the previous frame did not have), interval (every interval seconds)"),
+            .string("zone-events", \.zoneEvents, help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
+            LabelFilter.property(\.labels, "only regions with these labels trigger and are cropped", live: false),
+            .double("interval", \.interval, 0.01...86_400,
+                    help: "on=interval: seconds of stream time between snapshots (the first frame, then every interval from it)"),
+            .choice("what", \.what,
+                    help: "frame: the whole frame; crop: the triggering region's box grown by margin (the frame when a trigger has no region)"),
+            .double("margin", \.margin, 0...2, help: "what=crop: grow the box by this fraction of its larger side on every side (clamped to the frame)"),
+            .string("path", \.path,
+                    help: "file pattern: strftime fields (local wall-clock time) and {frame}, {id} (object id, untracked, or frame), {label}, {event}, {n} (counter); folders are made; an existing file is never overwritten (-2, -3… added)"),
+            .int("quality", \.quality, 1...100, help: "JPEG quality (jpegenc's)"),
+            .double("min-gap", \.minGap, 0...86_400,
+                    help: "seconds of stream time between snapshots of one object (crops) or of the frame; those suppressed are counted (0: no limit)"),
+            .string("max-folder-bytes", \.maxFolderBytes,
+                    help: "bytes (or 500K, 200M, 2G: powers of 1000) this stage's snapshots (JPEG + JSON, with this path pattern) may take in the folders it writes into: the oldest pairs are deleted to make room; other files are never counted nor touched (0: no limit)"),
             .reading("snapshots", help: "snapshots written so far"),
-        ])
+        ]
+    }
 
     enum Trigger: String, CaseIterable, Comparable {
         case track, zone, label, interval
@@ -57,7 +72,8 @@ public final class SnapshotStage: Stage {
     }
     static let zoneEventTypes = ["crossed", "entered", "left"]
 
-    struct Settings {
+    /// The settings checked and decoded, at start.
+    struct Snapping {
         var triggers: Set<Trigger>
         var zoneEvents: Set<String>?
         var labels: LabelFilter
@@ -69,33 +85,33 @@ public final class SnapshotStage: Stage {
         var minGapNanoseconds: UInt64
         var maxFolderBytes: Int
 
-        init(_ settings: StageSettings) throws {
-            let on = settings.list("on")
+        init(_ settings: Settings) throws {
+            let on = commaList(settings.on)
             guard !on.isEmpty else { throw StageError("property on is empty: name one or more of \(Trigger.allCases.map(\.rawValue).joined(separator: ", "))") }
             triggers = []
             for name in on {
                 guard let t = Trigger(rawValue: name) else {
-                    throw StageError("property on=\(settings.string("on")): '\(name)' is not a trigger; the triggers are \(Trigger.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw StageError("property on=\(settings.on): '\(name)' is not a trigger; the triggers are \(Trigger.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 triggers.insert(t)
             }
-            let events = settings.list("zone-events")
+            let events = commaList(settings.zoneEvents)
             for e in events where !Self.zoneEventTypesContain(e) {
-                throw StageError("property zone-events=\(settings.string("zone-events")): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
+                throw StageError("property zone-events=\(settings.zoneEvents): '\(e)' is not an event type; they are \(SnapshotStage.zoneEventTypes.joined(separator: ", "))")
             }
             if !events.isEmpty && !triggers.contains(.zone) {
-                throw StageError("property zone-events is for on=zone (on=\(settings.string("on")))")
+                throw StageError("property zone-events is for on=zone (on=\(settings.on))")
             }
             zoneEvents = events.isEmpty ? nil : Set(events)
-            labels = LabelFilter(settings)
-            intervalNanoseconds = UInt64((settings.double("interval") * 1e9).rounded())
-            crop = settings.string("what") == "crop"
-            margin = settings.double("margin")
-            pattern = try FilePattern(settings.string("path"), property: "path", extensions: ["jpg", "jpeg"], fields: ["frame", "id", "label", "event", "n"],
+            labels = LabelFilter(text: settings.labels)
+            intervalNanoseconds = UInt64((settings.interval * 1e9).rounded())
+            crop = settings.what == .crop
+            margin = settings.margin
+            pattern = try FilePattern(settings.path, property: "path", extensions: ["jpg", "jpeg"], fields: ["frame", "id", "label", "event", "n"],
                                       example: "snapshots/%Y%m%d-%H%M%S-{id}.jpg")
-            quality = settings.int("quality")
-            minGapNanoseconds = UInt64((settings.double("min-gap") * 1e9).rounded())
-            maxFolderBytes = try Self.bytes(settings.string("max-folder-bytes"))
+            quality = settings.quality
+            minGapNanoseconds = UInt64((settings.minGap * 1e9).rounded())
+            maxFolderBytes = try Self.bytes(settings.maxFolderBytes)
         }
 
         /// "20000", "500K", "200M", "2G" (powers of 1000).
@@ -112,7 +128,7 @@ public final class SnapshotStage: Stage {
         private static func zoneEventTypesContain(_ e: String) -> Bool { SnapshotStage.zoneEventTypes.contains(e) }
     }
 
-    private let settings: Settings
+    private let settings: Snapping
     private let writer: SnapshotWriter
     /// Object ids seen (on=track): ids are never reused by lenstrack, so a set of them is all it
     /// takes (8 bytes an object for the run).
@@ -129,8 +145,8 @@ public final class SnapshotStage: Stage {
     private var ended = false
     private var unfinished = false
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Snapping(settings)
         // The folder the first snapshot would go into is made now, so a path that cannot be
         // written stops the run at start, with its reason (later ones, with strftime fields in
         // the folders, are made when written into; a failure then is a warning and counted).

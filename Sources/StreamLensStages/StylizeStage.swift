@@ -38,27 +38,7 @@ public final class StylizeStage: Stage {
         summary: "Stylize frames with an image-to-image model (OpenVINO or remote): feed-forward styles or any style image (Magenta)",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensstylize model=Models/waves.json ! fakesink",
         sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
-        properties: [
-            PropertySpec("model", .string, default: .string("Models/mosaic.json"), live: true,
-                         help: "style model manifest (JSON): a feed-forward stylizer (Models/mosaic, waves, embers: trained by `streamlens train-style`) or an arbitrary-style network (Models/magenta-style.json)"),
-            PropertySpec("style-image", .string, default: .string(""), live: true,
-                         help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
-            PropertySpec("strength", .double(0...1), default: .double(1), live: true,
-                         help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
-            PropertySpec("temporal", .choice(TemporalMode.allCases.map(\.rawValue)), default: .string(TemporalMode.blend.rawValue), live: true,
-                         help: "against flicker on video: blend (each output blended with the previous one moved along the input's motion, optical flow at the inference size, wherever that motion explains the input) or off (every frame painted on its own)"),
-            PropertySpec("smoothing", .double(0...0.95), default: .double(0.6), live: true,
-                         help: "with temporal=blend: weight of the previous output where the motion holds (0: off; higher is steadier, slower to follow a change of look)"),
-            PropertySpec("regions", .choice(["all"] + RegionMask.Side.allCases.map(\.rawValue)), default: .string("all"), live: true,
-                         help: "where to stylize: all (the whole frame), inside the regions of interest reaching the stage (e.g. lensdetect draw=false before it; a frame without one goes on untouched, the model not run), or outside them"),
-            LabelFilter.property("with regions=inside|outside: only regions of these labels", live: true),
-            PropertySpec("feather", .int(0...1000), default: .int(8), live: true,
-                         help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge, or centred on the outline of a region with a mask (0: hard edge)"),
-            PropertySpec("inference-size", .string, default: .string(""),
-                         help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
-            PropertySpec("styles", .string, default: .string("Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"), live: true,
-                         help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
-        ] + InferenceOptions.properties(live: ["device", "precision"]) + InferenceOptions.batchProperties + RemoteSettings.properties,
+        properties: Settings.table,
         keys: KeyBinding.numberKeys(property: "model", listProperty: "styles", help: "style model: the n-th of `styles`") + [
             KeyBinding(["equal", "plus", "KP_Add"], label: "+", .step(property: "strength", by: 0.1), help: "strength up by 0.1"),
             KeyBinding(["minus", "KP_Subtract"], label: "-", .step(property: "strength", by: -0.1), help: "strength down by 0.1"),
@@ -69,9 +49,50 @@ public final class StylizeStage: Stage {
             KeyBinding(["r"], .cycle(property: "regions", values: ["all", "inside", "outside"]), help: "regions: all, inside, outside"),
         ])
 
-    /// The properties read on every frame, decoded once (at start and on each live change).
-    enum TemporalMode: String, CaseIterable { case blend, off }
+    public enum TemporalMode: String, Sendable, CaseIterable { case blend, off }
+    /// `regions`: the whole frame, or inside or outside the regions of interest.
+    public enum Regions: String, Sendable, CaseIterable { case all, inside, outside }
 
+    public struct Settings: StageSettings {
+        public var model = "Models/mosaic.json"
+        public var styleImage = ""
+        public var strength = 1.0
+        public var temporal = TemporalMode.blend
+        public var smoothing = 0.6
+        public var regions = Regions.all
+        public var labels = ""
+        public var feather = 8
+        public var inferenceSize = ""
+        public var styles = "Models/mosaic.json,Models/waves.json,Models/embers.json,Models/magenta-style.json"
+        public var inference = InferenceSettings()
+        public var batch = BatchSettings()
+        public var remote = RemoteSettings()
+        public init() {}
+
+        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device", "precision"])
+            + Property.group(\.batch) + Property.group(\.remote)
+
+        private static let own: [Property<Settings>] = [
+            .string("model", \.model, live: true,
+                    help: "style model manifest (JSON): a feed-forward stylizer (Models/mosaic, waves, embers: trained by `streamlens train-style`) or an arbitrary-style network (Models/magenta-style.json)"),
+            .string("style-image", \.styleImage, live: true, help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
+            .double("strength", \.strength, 0...1, live: true, help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
+            .choice("temporal", \.temporal, live: true,
+                    help: "against flicker on video: blend (each output blended with the previous one moved along the input's motion, optical flow at the inference size, wherever that motion explains the input) or off (every frame painted on its own)"),
+            .double("smoothing", \.smoothing, 0...0.95, live: true,
+                    help: "with temporal=blend: weight of the previous output where the motion holds (0: off; higher is steadier, slower to follow a change of look)"),
+            .choice("regions", \.regions, live: true,
+                    help: "where to stylize: all (the whole frame), inside the regions of interest reaching the stage (e.g. lensdetect draw=false before it; a frame without one goes on untouched, the model not run), or outside them"),
+            LabelFilter.property(\.labels, "with regions=inside|outside: only regions of these labels", live: true),
+            .int("feather", \.feather, 0...1000, live: true,
+                 help: "with regions=inside|outside: soft edge in pixels, the blend ramping linearly inside each box's edge, or centred on the outline of a region with a mask (0: hard edge)"),
+            .string("inference-size", \.inferenceSize,
+                    help: "resolution the model runs at: N (short side, frame's aspect), WxH, or empty for the manifest's size"),
+            .string("styles", \.styles, live: true, help: "style models the number keys 1-9 pick in a preview window (comma-separated manifests)"),
+        ]
+    }
+
+    /// The properties read on every frame, decoded once (at start and on each live change).
     struct LiveSettings {
         var strength: Double
         var temporal: TemporalMode
@@ -81,13 +102,13 @@ public final class StylizeStage: Stage {
         /// Empty: every region.
         var labels: LabelFilter
         var feather: Int
-        init(_ settings: StageSettings) {
-            strength = settings.double("strength")
-            temporal = TemporalMode(rawValue: settings.string("temporal")) ?? .blend
-            smoothing = settings.double("smoothing")
-            regions = RegionMask.Side(rawValue: settings.string("regions"))
-            labels = LabelFilter(settings)
-            feather = settings.int("feather")
+        init(_ settings: Settings) {
+            strength = settings.strength
+            temporal = settings.temporal
+            smoothing = settings.smoothing
+            regions = RegionMask.Side(rawValue: settings.regions.rawValue)
+            labels = LabelFilter(text: settings.labels)
+            feather = settings.feather
         }
 
         enum Coverage { case whole, nothing, masked(RegionMask) }
@@ -105,7 +126,7 @@ public final class StylizeStage: Stage {
 
     /// Where models come from (the process's backends, or a test's).
     private let models: ModelLoader
-    private var settings: StageSettings
+    private var settings: Settings
     private var live: LiveSettings
     private var stylizer: Stylizer
     /// The configuration the settings ask for; a background load is running when it differs
@@ -137,9 +158,9 @@ public final class StylizeStage: Stage {
     /// Manifest + style vector, and the first compile (from OpenVINO's cache after the first run).
     private var startupMilliseconds = (style: 0.0, compile: 0.0)
 
-    public convenience init(settings: StageSettings) throws { try self.init(settings: settings, models: .process) }
+    public convenience init(settings: Settings) throws { try self.init(settings: settings, models: .process) }
 
-    public init(settings: StageSettings, models: ModelLoader) throws {
+    public init(settings: Settings, models: ModelLoader) throws {
         self.settings = settings
         self.models = models
         live = LiveSettings(settings)
@@ -151,11 +172,11 @@ public final class StylizeStage: Stage {
         wanted = configuration
     }
 
-    static func configuration(from settings: StageSettings) throws -> StylizerConfiguration {
-        let options = InferenceOptions(stage: settings)
-        return StylizerConfiguration(manifestPath: settings.string("model"), styleImage: settings.string("style-image"),
-                                     inferenceSize: try InferenceSize.parse(settings.string("inference-size")), options: options,
-                                     remote: try RemoteSettings.address(settings, manifestPath: settings.string("model")))
+    static func configuration(from settings: Settings) throws -> StylizerConfiguration {
+        StylizerConfiguration(manifestPath: settings.model, styleImage: settings.styleImage,
+                              inferenceSize: try InferenceSize.parse(settings.inferenceSize),
+                              options: InferenceOptions(settings.inference, batch: settings.batch),
+                              remote: try settings.remote.address(device: settings.inference.device, manifestPath: settings.model))
     }
 
     public func formatChanged(_ format: VideoFormat) throws {
@@ -325,20 +346,20 @@ public final class StylizeStage: Stage {
 
     /// A new model or style picture loads (compiling is left to the change), a new device is
     /// this machine's, and every manifest of a new `styles` loads.
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws {
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {
         let configuration = try configuration(from: settings)
         if !changing.isDisjoint(with: ["model", "style-image", "device", "precision"]) {
             _ = try Stylizer.check(configuration)
             try ModelLoader.process.checkDevice(configuration.options.device)
         }
         if changing.contains("styles") {
-            for manifest in settings.string("styles").split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !manifest.isEmpty {
+            for manifest in commaList(settings.styles) {
                 _ = try ModelManifest.load(path: manifest)
             }
         }
     }
 
-    public func settingsChanged(_ settings: StageSettings) {
+    public func settingsChanged(_ settings: Settings) {
         self.settings = settings
         live = LiveSettings(settings)
         let configuration: StylizerConfiguration

@@ -20,52 +20,63 @@ public final class TrackStage: Stage {
         summary: "Track objects across frames (tracker=" + TrackerRegistry.names.joined(separator: "|") + "; bytetrack, the default: Kalman filter, two-pass IoU association): an id on every region, predicted boxes between detector runs and through short occlusions",
         example: "videotestsrc num-buffers=30 ! videoconvert ! lensdetect draw=false interval=2 ! lenstrack ! lensoverlay color=id ! fakesink",
         placement: .inLine,
-        properties: [
-            PropertySpec("tracker", .choice(TrackerRegistry.names), default: .string(TrackerRegistry.trackers[0].name),
-                         help: "how objects are followed: " + TrackerRegistry.trackers.map { "\($0.name), \($0.help)" }.joined(separator: "; ")),
-            PropertySpec("high-score", .double(0...1), default: .double(0.5), live: true,
-                         help: "bytetrack only: detections scoring at least this are matched first and may start tracks"),
-            PropertySpec("low-score", .double(0...1), default: .double(0.1), live: true,
-                         help: "bytetrack only: weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
-            PropertySpec("match-iou", .double(0.01...1), default: .double(0.2), live: true,
-                         help: "minimum overlap (IoU) of a track's box (bytetrack: its predicted box) and a detection to pair them"),
-            PropertySpec("min-hits", .int(1...100), default: .int(3), live: true,
-                         help: "detections before a track is confirmed and gets its id"),
-            PropertySpec("max-age", .int(0...10000), default: .int(30), live: true,
-                         help: "frames a confirmed track lives on without a detection (reported where the tracker expects it, then forgotten)"),
-            PropertySpec("per-class", .bool, default: .bool(true), live: true,
-                         help: "a track pairs only with detections of its own label"),
-            LabelFilter.property("track only regions with these labels (others pass untouched)", live: true),
-        ])
+        properties: Settings.table)
 
-    struct Settings {
+    public struct Settings: StageSettings {
+        public var tracker = TrackerRegistry.trackers[0].name
+        public var highScore = 0.5
+        public var lowScore = 0.1
+        public var matchIoU = 0.2
+        public var minHits = 3
+        public var maxAge = 30
+        public var perClass = true
+        public var labels = ""
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .choice("tracker", \.tracker, TrackerRegistry.names,
+                    help: "how objects are followed: " + TrackerRegistry.trackers.map { "\($0.name), \($0.help)" }.joined(separator: "; ")),
+            .double("high-score", \.highScore, 0...1, live: true, help: "bytetrack only: detections scoring at least this are matched first and may start tracks"),
+            .double("low-score", \.lowScore, 0...1, live: true,
+                    help: "bytetrack only: weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
+            .double("match-iou", \.matchIoU, 0.01...1, live: true,
+                    help: "minimum overlap (IoU) of a track's box (bytetrack: its predicted box) and a detection to pair them"),
+            .int("min-hits", \.minHits, 1...100, live: true, help: "detections before a track is confirmed and gets its id"),
+            .int("max-age", \.maxAge, 0...10000, live: true,
+                 help: "frames a confirmed track lives on without a detection (reported where the tracker expects it, then forgotten)"),
+            .bool("per-class", \.perClass, live: true, help: "a track pairs only with detections of its own label"),
+            LabelFilter.property(\.labels, "track only regions with these labels (others pass untouched)", live: true),
+        ]
+    }
+
+    /// The settings as the tracker takes them, checked.
+    struct Tracking {
         var kind: any ObjectTracker.Type
         var tracker: TrackerSettings
         var labels: LabelFilter
 
-        init(_ settings: StageSettings) throws {
-            let name = settings.string("tracker")
-            guard let kind = TrackerRegistry.tracker(named: name) else {
-                throw StageError("property tracker=\(name) is not one of \(TrackerRegistry.names.joined(separator: ", "))")
+        init(_ settings: Settings) throws {
+            guard let kind = TrackerRegistry.tracker(named: settings.tracker) else {
+                throw StageError("property tracker=\(settings.tracker) is not one of \(TrackerRegistry.names.joined(separator: ", "))")
             }
             self.kind = kind
             var t = TrackerSettings()
-            t.highScore = settings.double("high-score")
-            t.lowScore = settings.double("low-score")
+            t.highScore = settings.highScore
+            t.lowScore = settings.lowScore
             guard t.lowScore <= t.highScore else {
                 throw StageError("property low-score=\(t.lowScore) is above high-score=\(t.highScore)")
             }
-            t.matchIoU = settings.double("match-iou")
+            t.matchIoU = settings.matchIoU
             t.lowMatchIoU = max(t.matchIoU, 0.5)
-            t.minHits = settings.int("min-hits")
-            t.maxAge = settings.int("max-age")
-            t.perClass = settings.bool("per-class")
+            t.minHits = settings.minHits
+            t.maxAge = settings.maxAge
+            t.perClass = settings.perClass
             tracker = t
-            labels = LabelFilter(settings)
+            labels = LabelFilter(text: settings.labels)
         }
     }
 
-    private var settings: Settings
+    private var settings: Tracking
     private let tracker: any ObjectTracker
     private var notices: [StageNotice] = []
     private var updateTimes: [Double] = []
@@ -74,8 +85,8 @@ public final class TrackStage: Stage {
     private var announcedUpTo = 0
     private var newTracks: [FrameEvent] = []
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Tracking(settings)
         tracker = self.settings.kind.init(settings: self.settings.tracker, firstId: 1)
     }
 
@@ -141,11 +152,11 @@ public final class TrackStage: Stage {
                          estimate: .predicted)
     }
 
-    public static func checkLiveChange(_ settings: StageSettings, changing: Set<String>) throws { _ = try Settings(settings) }
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws { _ = try Tracking(settings) }
 
-    public func settingsChanged(_ settings: StageSettings) {
+    public func settingsChanged(_ settings: Settings) {
         do {
-            self.settings = try Settings(settings)
+            self.settings = try Tracking(settings)
             tracker.settings = self.settings.tracker
         } catch {
             notices.append(StageNotice(.warning, "\(error); keeping the previous settings"))

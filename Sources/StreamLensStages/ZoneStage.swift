@@ -19,23 +19,36 @@ public final class ZoneStage: Stage {
         summary: "Count tracked objects crossing lines (in/out) and entering, staying in and leaving areas; events and counts on every frame",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lenszone lines=mid:0.5,1,0.5,0 areas=left:0,0,0.5,0,0.5,1,0,1 coordinates=normalized ! lensoverlay ! fakesink",
         placement: .inLine,
-        properties: [
-            PropertySpec("lines", .string, default: .string(""),
-                         help: "directional lines: name:x1,y1,x2,y2;name2:… (in: crossing from the line's left to its right, seen from its first point towards its second, y down)"),
-            PropertySpec("areas", .string, default: .string(""),
-                         help: "polygons: name:x1,y1,x2,y2,x3,y3,…;name2:… (three points or more)"),
-            PropertySpec("coordinates", .choice(["pixels", "normalized"]), default: .string("pixels"),
-                         help: "what the numbers of lines and areas are: frame pixels, or normalized (0…1 of the frame's width and height)"),
-            LabelFilter.property("count only regions with these labels", live: false),
-            PropertySpec("anchor", .choice(["center", "bottom-center"]), default: .string("center"),
-                         help: "the point of a box that counts: its centre (faces), or the middle of its bottom edge (people's feet on the floor)"),
-            PropertySpec("forget", .int(1...100_000), default: .int(30),
-                         help: "frames an object may go unseen before it is forgotten (and, if it was in an area, has left it)"),
-            .reading("counts", help: "the counts so far as one line of JSON: {\"door\":{\"in\":1,\"out\":0},\"shop\":{\"entered\":2,\"inside\":1,\"left\":1}}"),
-        ])
+        properties: Settings.table)
 
-    /// The property table, decoded and checked once, at start.
-    struct Settings {
+    public struct Settings: StageSettings {
+        public var lines = ""
+        public var areas = ""
+        public var coordinates = Coordinates.pixels
+        public var labels = ""
+        public var anchor = Anchor.center
+        public var forget = 30
+        public enum Coordinates: String, Sendable, CaseIterable { case pixels, normalized }
+        public enum Anchor: String, Sendable, CaseIterable { case center, bottomCenter = "bottom-center" }
+        public init() {}
+
+        public static let properties: [Property<Settings>] = [
+            .string("lines", \.lines,
+                    help: "directional lines: name:x1,y1,x2,y2;name2:… (in: crossing from the line's left to its right, seen from its first point towards its second, y down)"),
+            .string("areas", \.areas, help: "polygons: name:x1,y1,x2,y2,x3,y3,…;name2:… (three points or more)"),
+            .choice("coordinates", \.coordinates,
+                    help: "what the numbers of lines and areas are: frame pixels, or normalized (0…1 of the frame's width and height)"),
+            LabelFilter.property(\.labels, "count only regions with these labels", live: false),
+            .choice("anchor", \.anchor,
+                    help: "the point of a box that counts: its centre (faces), or the middle of its bottom edge (people's feet on the floor)"),
+            .int("forget", \.forget, 1...100_000,
+                 help: "frames an object may go unseen before it is forgotten (and, if it was in an area, has left it)"),
+            .reading("counts", help: "the counts so far as one line of JSON: {\"door\":{\"in\":1,\"out\":0},\"shop\":{\"entered\":2,\"inside\":1,\"left\":1}}"),
+        ]
+    }
+
+    /// The settings decoded and checked once, at start.
+    struct Counting {
         /// Lines first, then areas, as written (pixels or 0…1).
         var zones: [Zone]
         var normalized: Bool
@@ -44,30 +57,30 @@ public final class ZoneStage: Stage {
         var bottomAnchor: Bool
         var forget: Int
 
-        init(_ settings: StageSettings) throws {
-            let lines = try ZoneSyntax.lines(settings.string("lines"))
-            let areas = try ZoneSyntax.areas(settings.string("areas"))
+        init(_ settings: Settings) throws {
+            let lines = try ZoneSyntax.lines(settings.lines)
+            let areas = try ZoneSyntax.areas(settings.areas)
             zones = lines + areas
             guard !zones.isEmpty else {
                 throw StageError("nothing to count: set lines (name:x1,y1,x2,y2) or areas (name:x1,y1,x2,y2,x3,y3,…), or both")
             }
             try ZoneSyntax.checkNames(zones)
-            normalized = settings.string("coordinates") == "normalized"
+            normalized = settings.coordinates == .normalized
             if normalized { try ZoneSyntax.checkNormalized(zones) { $0.isLine ? "lines" : "areas" } }
-            labels = LabelFilter(settings)
-            bottomAnchor = settings.string("anchor") == "bottom-center"
-            forget = settings.int("forget")
+            labels = LabelFilter(text: settings.labels)
+            bottomAnchor = settings.anchor == .bottomCenter
+            forget = settings.forget
         }
     }
 
-    private let settings: Settings
+    private let settings: Counting
     /// Built at start; with normalized coordinates its zones are scaled to the frame at every
     /// format (until the first, they are the 0…1 ones: the counts exist, all zero).
     private var counter: ZoneCounter
     private var framerate: Double = 0
 
-    public init(settings: StageSettings) throws {
-        self.settings = try Settings(settings)
+    public init(settings: Settings) throws {
+        self.settings = try Counting(settings)
         counter = ZoneCounter(zones: self.settings.zones, forget: self.settings.forget)
     }
 

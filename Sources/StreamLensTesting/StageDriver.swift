@@ -21,7 +21,7 @@ public final class StageDriver<S: Stage> {
     }
 
     public let stage: S
-    public private(set) var settings: StageSettings
+    public private(set) var settings: S.Settings
     public private(set) var format: VideoFormat?
     /// Everything the stage said, in order.
     public private(set) var notices: [StageNotice] = []
@@ -31,22 +31,28 @@ public final class StageDriver<S: Stage> {
     private var nextIndex = 0
     private var pts: UInt64 = 0
 
-    /// The stage built from its table's defaults and `settings` (checked against the table, as
-    /// the bridge checks them when a pipeline starts).
+    /// The stage built from its table's defaults and `settings` by name (checked against the
+    /// table, as the bridge checks the element's properties when a pipeline starts).
     public convenience init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:]) throws {
         try self.init(type, settings: values) { try S(settings: $0) }
     }
 
     /// The same, the stage made by `make` from the checked settings: a model stage given a
     /// `ModelLoader` of the test's own (an in-memory backend).
-    public init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:], make: (StageSettings) throws -> S) throws {
+    public init(_ type: S.Type = S.self, settings values: [String: PropertyValue] = [:], make: (S.Settings) throws -> S) throws {
+        settings = S.Settings(try Self.checked(values, over: [:]))
+        stage = try make(settings)
+        collectNotices()
+    }
+
+    /// `values` over `base`, every name a row of the table and every value within it.
+    private static func checked(_ values: [String: PropertyValue], over base: [String: PropertyValue]) throws -> PropertyValues {
         for name in values.keys where !S.descriptor.properties.contains(where: { $0.name == name }) {
             throw StageError("\(S.descriptor.name) has no property \(name)")
         }
-        settings = StageSettings(descriptor: S.descriptor, values: values)
-        try settings.validate(against: S.descriptor)
-        stage = try make(settings)
-        collectNotices()
+        let all = PropertyValues(descriptor: S.descriptor, values: base.merging(values) { $1 })
+        try all.validate(against: S.descriptor)
+        return all
     }
 
     /// The negotiated format (before the first frame, and at a caps change).
@@ -93,18 +99,13 @@ public final class StageDriver<S: Stage> {
     /// A live change (only properties marked live), delivered between frames as the bridge
     /// delivers a `g_object_set` or a control-socket `set`.
     public func change(_ values: [String: PropertyValue]) throws {
-        var all = settings.values
-        for (name, value) in values {
-            guard let spec = S.descriptor.properties.first(where: { $0.name == name }) else {
-                throw StageError("\(S.descriptor.name) has no property \(name)")
+        for name in values.keys {
+            if let spec = S.descriptor.properties.first(where: { $0.name == name }), !spec.live {
+                throw StageError("property \(name) cannot change while playing")
             }
-            guard spec.live else { throw StageError("property \(name) cannot change while playing") }
-            all[name] = value
         }
-        let next = StageSettings(descriptor: S.descriptor, values: all)
-        try next.validate(against: S.descriptor)
-        settings = next
-        stage.settingsChanged(next)
+        settings = S.Settings(try Self.checked(values, over: settings.values))
+        stage.settingsChanged(settings)
         collectNotices()
     }
 
@@ -138,6 +139,6 @@ public final class StageDriver<S: Stage> {
         let restore = new.reduce(into: [String: PropertyValue]()) { $0.merge($1.restore) { $1 } }
         guard !restore.isEmpty else { return }
         restored.merge(restore) { $1 }
-        settings = StageSettings(descriptor: S.descriptor, values: settings.values.merging(restore) { $1 })
+        settings = S.Settings(PropertyValues(descriptor: S.descriptor, values: settings.values.merging(restore) { $1 }))
     }
 }

@@ -11,11 +11,15 @@ import Testing
     }
 
     @Test func labelFiltersLetThroughTheirLabelsOrEverything() {
-        let descriptor = StageDescriptor(name: "lenslabels", summary: "", example: "", properties: [LabelFilter.property("keep", live: true)])
-        let some = LabelFilter(StageSettings(descriptor: descriptor, values: ["labels": .string(" face, car,")]))
+        struct Settings: StageSettings {
+            var labels = ""
+            static let properties: [Property<Settings>] = [LabelFilter.property(\.labels, "keep", live: true)]
+        }
+        let descriptor = StageDescriptor(name: "lenslabels", summary: "", example: "", properties: Settings.table)
+        let some = LabelFilter(text: Settings(PropertyValues(descriptor: descriptor, values: ["labels": .string(" face, car,")])).labels)
         #expect(some.labels == ["face", "car"])
         #expect(some.admits("face") && some.admits("car") && !some.admits("person") && !some.admits("Face"))
-        let every = LabelFilter(StageSettings(descriptor: descriptor))
+        let every = LabelFilter(text: Settings().labels)
         #expect(every.admits("face") && every.admits(""))
         #expect(descriptor.ownProperties[0].help == "keep, comma-separated (empty: every region)" && descriptor.ownProperties[0].live)
     }

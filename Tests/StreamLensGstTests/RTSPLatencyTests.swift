@@ -21,7 +21,7 @@ private let stampBits = 48, stampBlock = 16
 final class StampStage: Stage {
     static let descriptor = StageDescriptor(name: "lensteststamp", summary: "stamps the time into the pixels (test)", example: "",
                                             sinkCaps: "video/x-raw,format=GRAY8", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         let stamp = nowMicroseconds(), stride = frame.format.strides[0], perRow = frame.format.width / stampBlock
         frame.pixels.withMutableBytes { bytes in
@@ -40,7 +40,7 @@ final class StampReaderStage: Stage {
     static let descriptor = StageDescriptor(name: "lensteststampread", summary: "reads the time stamp back (test)", example: "",
                                             sinkCaps: "video/x-raw,format=GRAY8", isSink: true, properties: [])
     static let latencies = Mutex<[Double]>([])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         let now = nowMicroseconds(), stride = frame.format.strides[0], perRow = frame.format.width / stampBlock
         let stamp = frame.pixels.withBytes { bytes -> UInt64 in

@@ -9,7 +9,7 @@ import Testing
 /// attribute: a producer of regions that is not lensdetect.
 final class ManyRegionsStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestregions", summary: "adds 100 regions (test)", example: "", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         for i in 0..<100 {
             frame.pixels.addRegionOfInterest(RegionOfInterest(
@@ -23,7 +23,7 @@ final class ManyRegionsStage: Stage {
 /// A tracker's part: gives every region an id and an attribute, in place.
 final class NumberRegionsStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestnumber", summary: "numbers regions in place (test)", example: "", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         for (i, var region) in frame.pixels.regionsOfInterest().enumerated() {
             region.objectId = 1000 + i

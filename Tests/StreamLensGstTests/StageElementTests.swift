@@ -10,7 +10,7 @@ final class InvertStage: Stage {
     static let descriptor = StageDescriptor(
         name: "lenstestinvert", summary: "invert GRAY8 (test)", example: "videotestsrc ! video/x-raw,format=GRAY8 ! lenstestinvert ! fakesink",
         sinkCaps: "video/x-raw,format=GRAY8", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         frame.pixels.withMutableBytes { bytes in
             for i in bytes.indices { bytes[i] = 255 &- bytes[i] }
@@ -22,14 +22,14 @@ final class InvertStage: Stage {
 /// A stage whose set-up fails, as a stage with a missing model would.
 final class FailingStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestfail", summary: "fails (test)", example: "", properties: [])
-    init(settings: StageSettings) throws { throw StageError("model file /nonexistent.onnx not found") }
+    init(settings: NoSettings) throws { throw StageError("model file /nonexistent.onnx not found") }
     func process(_ frame: Frame) -> FrameOutcome { .forward }
 }
 
 /// Drops every other frame and records the formats it was told about.
 final class OddDropStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestdropodd", summary: "drops odd frames (test)", example: "", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome { frame.index % 2 == 1 ? .drop(reason: "odd") : .forward }
 }
 
@@ -37,10 +37,14 @@ final class OddDropStage: Stage {
 final class RawFileSinkStage: Stage {
     static let descriptor = StageDescriptor(
         name: "lenstestrawsink", summary: "writes frames to a file (test sink)", example: "", isSink: true,
-        properties: [PropertySpec("location", .string, default: .string(""), help: "file")])
+        properties: Settings.table)
+    struct Settings: StageSettings {
+        var location = ""
+        static let properties: [Property<Settings>] = [.string("location", \.location, help: "file")]
+    }
     let handle: FileHandle
-    init(settings: StageSettings) throws {
-        let path = settings.string("location")
+    init(settings: Settings) throws {
+        let path = settings.location
         guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
             throw StageError("cannot write \(path)")
         }

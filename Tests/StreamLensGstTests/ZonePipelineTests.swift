@@ -9,7 +9,7 @@ import Testing
 /// and a tracker in one, for a pipeline without models).
 final class WalkerStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestwalker", summary: "one tracked region walking right (test)", example: "", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         frame.pixels.addRegionOfInterest(RegionOfInterest(label: "walker", x: 20 + Double(frame.index) * 8, y: 100, width: 20, height: 40, objectId: 1))
         return .forward
@@ -19,7 +19,7 @@ final class WalkerStage: Stage {
 /// A stand-in tracker for a clip with one object: every region gets its index as its id.
 final class IndexIdStage: Stage {
     static let descriptor = StageDescriptor(name: "lenstestindexid", summary: "ids regions by their index (test)", example: "", properties: [])
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         for (i, var region) in frame.pixels.regionsOfInterest().enumerated() {
             region.objectId = i

@@ -10,7 +10,7 @@ final class OutOfOrderStage: Stage {
     /// Frame indexes whose requests are done, and the frames waiting, oldest first.
     nonisolated(unsafe) static var done: Set<Int> = []
     private var waiting: [Int] = []
-    init(settings: StageSettings) throws {}
+    init(settings: NoSettings) throws {}
     func process(_ frame: Frame) -> FrameOutcome {
         if frame.index % 3 == 2 { return frame.index % 2 == 0 ? .forward : .drop(reason: "odd") }
         waiting.append(frame.index)

@@ -61,7 +61,7 @@ import Testing
         try driver.change(["model": .string("Models/nope.json")])
         let refused = driver.pushUntilNotice(containing: "keeping Models/mosaic.json", bytes: bytes)
         #expect(refused.found, "\(driver.notices.map(\.text))")
-        #expect(driver.restored["model"] == .string("Models/mosaic.json") && driver.settings.string("model") == "Models/mosaic.json")
+        #expect(driver.restored["model"] == .string("Models/mosaic.json") && driver.settings.model == "Models/mosaic.json")
         let stillMosaic = refused.delivered + driver.finish()
         #expect(stillMosaic.allSatisfy { $0.pixels.bytes == mosaic[0].pixels.bytes }, "a refused model changed the output")
 

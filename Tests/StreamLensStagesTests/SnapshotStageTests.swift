@@ -178,8 +178,10 @@ extension SnapshotStageTests {
     @Test func liveFramesNeverWaitAndEverySnapshotIsCounted() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-unit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let settings = StageSettings(descriptor: SnapshotStage.descriptor, values: [
-            "on": .string("interval"), "interval": .double(0.01), "path": .string(dir.path + "/{n}.jpg")])
+        var settings = SnapshotStage.Settings()
+        settings.on = "interval"
+        settings.interval = 0.01
+        settings.path = dir.path + "/{n}.jpg"
         let stage = try SnapshotStage(settings: settings)
         let format = VideoFormat.packed("BGRx", width: Self.w, height: Self.h)
         try stage.formatChanged(format)

@@ -15,10 +15,15 @@ final class BrightnessStage: Stage {
         summary: "Print the mean brightness of GRAY8 frames",
         example: "videotestsrc num-buffers=90 ! video/x-raw,format=GRAY8 ! lensbrightness ! fakesink",
         sinkCaps: "video/x-raw,format=GRAY8",
-        properties: [PropertySpec("every", .int(1...10_000), default: .int(30), help: "print every N frames")])
+        properties: Settings.table)
+
+    struct Settings: StageSettings {
+        var every = 30
+        static let properties: [Property<Settings>] = [.int("every", \.every, 1...10_000, help: "print every N frames")]
+    }
 
     let every: Int
-    init(settings: StageSettings) throws { every = settings.int("every") }
+    init(settings: Settings) throws { every = settings.every }
 
     func process(_ frame: Frame) -> FrameOutcome {
         guard frame.index % every == 0 else { return .forward }

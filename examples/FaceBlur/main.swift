@@ -19,20 +19,27 @@ final class BlurStage: Stage {
         summary: "Pixelate the regions of interest (faces found by lensdetect upstream)",
         example: "videotestsrc num-buffers=30 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect draw=false ! lenspixelate ! fakesink",
         sinkCaps: "video/x-raw,format={BGRx,BGRA,RGBx,RGBA,RGB,BGR}",
-        properties: [
-            PropertySpec("block", .int(2...256), default: .int(16), live: true, help: "pixel block size"),
-            PropertySpec("margin", .double(0...1), default: .double(0.1), help: "grow each region by this fraction on every side"),
-        ])
+        properties: Settings.table)
+
+    /// The properties: each a field, declared once against it.
+    struct Settings: StageSettings {
+        var block = 16
+        var margin = 0.1
+        static let properties: [Property<Settings>] = [
+            .int("block", \.block, 2...256, live: true, help: "pixel block size"),
+            .double("margin", \.margin, 0...1, help: "grow each region by this fraction on every side"),
+        ]
+    }
 
     private var block: Int
     private let margin: Double
 
-    init(settings: StageSettings) throws {
-        block = settings.int("block")
-        margin = settings.double("margin")
+    init(settings: Settings) throws {
+        block = settings.block
+        margin = settings.margin
     }
 
-    func settingsChanged(_ settings: StageSettings) { block = settings.int("block") }
+    func settingsChanged(_ settings: Settings) { block = settings.block }
 
     func process(_ frame: Frame) -> FrameOutcome {
         let regions = frame.pixels.regionsOfInterest()

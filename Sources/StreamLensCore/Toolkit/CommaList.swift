@@ -5,9 +5,3 @@ import Foundation
 public func commaList(_ text: String) -> [String] {
     text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 }
-
-extension StageSettings {
-    /// A string property read as a comma-separated list (`commaList`): a stage's `labels=`,
-    /// `classes=`, `on=`.
-    public func list(_ name: String) -> [String] { commaList(string(name)) }
-}

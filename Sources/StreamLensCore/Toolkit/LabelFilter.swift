@@ -6,14 +6,15 @@ public struct LabelFilter: Sendable, Equatable {
 
     public init(_ labels: some Sequence<String>) { self.labels = Set(labels) }
 
-    /// The `labels` property of a stage's settings.
-    public init(_ settings: StageSettings) { self.init(settings.list("labels")) }
+    /// The `labels` property's text: a comma-separated list (`commaList`).
+    public init(text: String) { self.init(commaList(text)) }
 
     public func admits(_ label: String) -> Bool { labels.isEmpty || labels.contains(label) }
 
-    /// The property's row: `which` says what the stage does with the regions it lets through
-    /// ("hide only regions with these labels"); the list's syntax and the empty case follow.
-    public static func property(_ which: String, live: Bool) -> PropertySpec {
-        PropertySpec("labels", .string, default: .string(""), live: live, help: which + ", comma-separated (empty: every region)")
+    /// The property's row, bound to a stage's `labels` text: `which` says what the stage does
+    /// with the regions it lets through ("hide only regions with these labels"); the list's
+    /// syntax and the empty case follow.
+    public static func property<S: StageSettings>(_ path: WritableKeyPath<S, String> & Sendable, _ which: String, live: Bool) -> Property<S> {
+        .string("labels", path, live: live, help: which + ", comma-separated (empty: every region)")
     }
 }
