@@ -534,6 +534,11 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
     gst_util_set_object_arg(G_OBJECT(s->webrtc), "bundle-policy", "max-bundle");
     gst_bin_add_many(GST_BIN(rtc), s->branch, s->webrtc, NULL);
     gboolean linked = gst_element_link(s->branch, s->webrtc);
+    // Playing before the tee feeds it: a frame pushed into a branch still in NULL comes back
+    // FLUSHING, which the tee hands up to the encoder's queue and the appsrc, whose tasks then
+    // stop for good (no more frames for any viewer of the tap; the browser connects, gets none).
+    gst_element_sync_state_with_parent(s->webrtc);
+    gst_element_sync_state_with_parent(s->branch);
     GstPad *branch_sink = gst_element_get_static_pad(s->branch, "sink");
     s->tee_pad = gst_element_request_pad_simple(tee, "src_%u");
     linked = linked && s->tee_pad && gst_pad_link(s->tee_pad, branch_sink) == GST_PAD_LINK_OK;
@@ -557,8 +562,6 @@ unsigned sl_web_tap_whep(SLWebTap *t, const char *offer_text, unsigned timeout_m
         end_sessions(t, id, FALSE, FALSE);
         return 0;
     }
-    gst_element_sync_state_with_parent(s->webrtc);
-    gst_element_sync_state_with_parent(s->branch);
     pthread_mutex_unlock(&t->structure);
 
     // Offer in, answer out, then the candidates gathered into it.
