@@ -166,7 +166,7 @@ import Testing
                 #expect(allow.subtracting(["head", "options"]) == Set(methods), "\(concrete): Allow \(allow), documented \(methods)")
             }
         }
-        let served = Set(APIServer.routes.map { "\($0.method) \($0.path)" })
+        let served = Set(APIServer.routeNames)
         #expect(served == documented, "served, not documented: \(served.subtracting(documented)); documented, not served: \(documented.subtracting(served))")
         #expect(try Self.curl("\(u)/api/nothing").status == 404)
         _ = run.stop(signal: SIGINT, timeout: 30)

@@ -173,11 +173,18 @@ import Testing
         #expect(APIServer.sameToken(Array("abc123".utf8), token))
         for wrong in ["", "abc12", "abc1234", "Abc123", "abc124"] { #expect(!APIServer.sameToken(Array(wrong.utf8), token), "\(wrong)") }
         #expect(!APIServer.sameToken([], []))
-        #expect(APIServer.match("/api/sources/cam1/stages/sty")?.pattern == "/api/sources/{name}/stages/{stage}")
-        #expect(APIServer.match("/api/sources/cam1/stages/sty")?.parameters == ["name": "cam1", "stage": "sty"])
-        #expect(APIServer.match("/api/sources/")?.pattern == "/api/sources")
-        #expect(APIServer.match("/")?.pattern == "/")
-        #expect(APIServer.match("/api/sources/a/b") == nil && APIServer.match("/api") == nil)
+        func match(_ method: String, _ path: String) -> (path: String, parameters: [String: String])? {
+            guard case .success(let (route, parameters)) = APIServer.route(method, path) else { return nil }
+            return (route.path, parameters)
+        }
+        #expect(match("PATCH", "/api/sources/cam1/stages/sty")?.path == "/api/sources/{name}/stages/{stage}")
+        #expect(match("GET", "/api/sources/cam1/stages/sty")?.parameters == ["name": "cam1", "stage": "sty"])
+        #expect(match("HEAD", "/api/sources/")?.path == "/api/sources")
+        #expect(match("GET", "/")?.path == "/")
+        #expect(match("GET", "/api/sources/a/b") == nil && match("GET", "/api") == nil)
+        // A path of a route, another method: 405 with what is allowed.
+        guard case .failure(let refusal) = APIServer.route("PUT", "/api/sources") else { Issue.record("PUT /api/sources matched"); return }
+        #expect(refusal.status == 405 && refusal.header("Allow") == "GET, POST, HEAD, OPTIONS")
         for host in ["localhost", "localhost:8080", "127.0.0.1:9", "127.1.2.3", "[::1]:8080", "LOCALHOST"] { #expect(APIServer.isLoopbackHost(host), "\(host)") }
         for host in ["evil.com", "evil.com:8080", "127.0.0.1.evil.com", "127.0.0.300", "[::2]:80", "0.0.0.0:80", "localhost.evil.com"] {
             #expect(!APIServer.isLoopbackHost(host), "\(host)")
