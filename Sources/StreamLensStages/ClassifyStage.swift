@@ -36,7 +36,7 @@ public final class ClassifyStage: Stage {
         public var inference = InferenceSettings()
         public init() {}
 
-        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference)
+        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"])
 
         private static let own: [Property<Settings>] = [
             .string("model", \.model, help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
@@ -65,7 +65,9 @@ public final class ClassifyStage: Stage {
     private let decoder: any RegionDecoder
     /// Where models come from (the process's backends, or a test's).
     private let models: ModelLoader
-    private let options: InferenceOptions
+    private var options: InferenceOptions
+    /// A live change of device: compiled in the background, swapped in between frames.
+    private let swap: ModelSwap<InferenceOptions, any ImageInference>
     private var live: LiveSettings
     private var model: (any ImageInference)?
     private var outputIndices: [Int] = []
@@ -113,6 +115,7 @@ public final class ClassifyStage: Stage {
         gray = manifest.input.colorOrder == .gray
         let options = InferenceOptions(settings.inference)
         self.options = options
+        swap = ModelSwap(running: options)
         guard options.device != RemoteSettings.device else {
             throw StageError("lensclassify runs its model here (crops are many and small); device=remote is for lensdetect and lensstylize")
         }
@@ -124,15 +127,39 @@ public final class ClassifyStage: Stage {
     public func formatChanged(_ format: VideoFormat) throws {
         source = CropSampling.Source(width: format.width, height: format.height, stride: format.strides[0], pixelFormat: format.pixelFormat)
         guard model == nil else { return } // the crops are the model's size whatever the frame's
+        (model, outputIndices) = try models.load(modelRequest(options), manifest: manifestPath) { try self.decoder.bind($0) }
+    }
+
+    /// The model on `options`' device, for crops of the model's own size.
+    private func modelRequest(_ options: InferenceOptions) -> ModelRequest {
         let (w, h) = (manifest.input.width, manifest.input.height)
         let input = ImageInput(width: w, height: h, layout: manifest.input.layout.rawValue, colorOrder: manifest.input.colorOrder.rawValue,
                                mean: Float(manifest.mean), scale: Float(manifest.scale))
         let layout = FrameLayout(width: w, height: h, pixelFormat: gray ? "GRAY8" : "RGB", stride: w * (gray ? 1 : 3))
-        let request = ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options, resizable: manifest.input.resizable)
-        (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
+        return ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options, resizable: manifest.input.resizable)
+    }
+
+    /// Between frames: a model compiled for another device swapped in (the crops waiting go on
+    /// with the model they were sent to), or refused.
+    private func applyFinishedSwaps() {
+        var refusedAny = false
+        for done in swap.takeFinished() {
+            do {
+                let loaded = try done.result.get()
+                outputIndices = try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
+                model = loaded
+                options = done.configuration
+                notices.append(StageNotice(.info, String(format: "now classifying on %@ (compiled in %.0f ms)", options.device, done.milliseconds)))
+            } catch {
+                refusedAny = true
+                notices.append(StageNotice(.warning, "\(error); keeping \(options.device)", restore: ["device": .string(options.device)]))
+            }
+        }
+        swap.settled(running: options, refused: refusedAny)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
+        applyFinishedSwaps()
         guard let model, let source else { return .forward }
         let regions = frame.pixels.regionsOfInterest()
         var entry = Waiting(frame: frame, jobs: 0, results: [])
@@ -251,7 +278,24 @@ public final class ClassifyStage: Stage {
         return true
     }
 
-    public func settingsChanged(_ settings: Settings) { live = LiveSettings(settings) }
+    /// A device this machine has (compiling for it is left to the change).
+    public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {
+        if changing.contains("device") { try ModelLoader.process.checkDevice(settings.inference.device) }
+    }
+
+    public func settingsChanged(_ settings: Settings) {
+        live = LiveSettings(settings)
+        var next = options
+        next.device = settings.inference.device
+        guard next.device != RemoteSettings.device else {
+            return notices.append(StageNotice(.warning, "lensclassify runs its model here; keeping \(options.device)", restore: ["device": .string(options.device)]))
+        }
+        let (models, request, manifestPath) = (models, modelRequest(next), manifestPath)
+        if swap.request(next, running: options, build: { _ in
+            try models.checkDevice(request.options.device)
+            do { return try models.load(request) } catch let error as InferenceError { throw StageError("\(manifestPath): \(error.message)") }
+        }) { notices.append(StageNotice(.info, "compiling for \(next.device)…")) }
+    }
 
     public func takeNotices() -> [StageNotice] { notices.take() + queue.takeNotices() }
 

@@ -100,6 +100,8 @@ public final class DetectStage: Stage {
     /// Where models come from (the process's backends, or a test's).
     private let models: ModelLoader
     private var options: InferenceOptions
+    /// A live change of device: compiled in the background, swapped in between frames.
+    private let swap: ModelSwap<InferenceOptions, (any ImageInference)?>
     private let crop: CropMode
     private var settings: Settings
     private var live: LiveSettings
@@ -157,6 +159,7 @@ public final class DetectStage: Stage {
         crop = CropMode(rawValue: settings.crop) ?? manifest.crop
         let options = InferenceOptions(settings.inference, batch: settings.batch)
         self.options = options
+        swap = ModelSwap(running: options)
         do { try models.checkDevice(options.device) } catch { throw StageError("\(error)") }
         if options.device != RemoteSettings.device {
             // A catalogue model that is not installed fails the start, not the first frame.
@@ -172,6 +175,14 @@ public final class DetectStage: Stage {
 
     public func formatChanged(_ format: VideoFormat) throws {
         self.format = format
+        let (request, geometry) = try modelRequest(format, options: options)
+        (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
+        self.geometry = geometry
+        last = []
+    }
+
+    /// What to load for frames of `format` on `options`' device, and the frames' geometry.
+    private func modelRequest(_ format: VideoFormat, options: InferenceOptions) throws -> (ModelRequest, FrameGeometry) {
         let geometry = FrameGeometry(frameWidth: format.width, frameHeight: format.height,
                                      modelWidth: manifest.input.width, modelHeight: manifest.input.height, mode: crop)
         let region: FrameRegion
@@ -190,15 +201,13 @@ public final class DetectStage: Stage {
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
         let source = try settings.remote.address(device: settings.inference.device, manifestPath: manifestPath).map(ModelSource.server)
             ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))
-        let request = ModelRequest(source: source, input: input, frame: frame, region: region, options: options, resizable: manifest.input.resizable)
-        (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
-        self.geometry = geometry
-        last = []
+        return (ModelRequest(source: source, input: input, frame: frame, region: region, options: options, resizable: manifest.input.resizable), geometry)
     }
 
     /// Every frame waits, in order, for its inference (or for the frames ahead of it, between
     /// `interval`s): submitted now, finished by `finishOldest`.
     public func process(_ frame: Frame) -> FrameOutcome {
+        applyFinishedSwaps()
         guard let model, let geometry else { return .forward }
         let waiting = Waiting(frame: frame, geometry: geometry, outputs: outputIndices, arrived: DispatchTime.now().uptimeNanoseconds)
         if frame.index % live.interval == 0 {
@@ -312,24 +321,34 @@ public final class DetectStage: Stage {
             return
         }
         self.settings = settings
-        let device = settings.inference.device
-        guard device != options.device else { return }
-        // A new device: the model is compiled for it between two frames (a detector compiles in
-        // a fraction of a second; a live source drops the frames that arrive meanwhile). One
-        // that is not there, or fails to compile, is refused and the current one kept.
-        let previous = options
-        options.device = device
-        let start = DispatchTime.now().uptimeNanoseconds
-        do {
-            try models.checkDevice(device)
-            if let format { try formatChanged(format) }
-            let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-            notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", device, ms)))
-        } catch {
-            // formatChanged replaces the model only when the new one compiled: the old one stays.
-            options = previous
-            notices.append(StageNotice(.warning, "\(error); keeping \(previous.device)", restore: ["device": .string(previous.device)]))
+        // A new device: the model is compiled for it in the background while frames go on
+        // through the current one (ModelSwap), and swapped in between two frames; one that is
+        // not there, or fails to compile, is refused and the current one kept.
+        var next = options
+        next.device = settings.inference.device
+        let (models, manifestPath) = (models, manifestPath)
+        let request = format.flatMap { try? modelRequest($0, options: next).0 }
+        if swap.request(next, running: options, build: { next in
+            try models.checkDevice(next.device)
+            do { return try request.map { try models.load($0) } } catch let error as InferenceError { throw StageError("\(manifestPath): \(error.message)") }
+        }) { notices.append(StageNotice(.info, "compiling for \(next.device)…")) }
+    }
+
+    /// Between frames: a model compiled for another device swapped in, or refused.
+    private func applyFinishedSwaps() {
+        var refusedAny = false
+        for done in swap.takeFinished() {
+            do {
+                let loaded = try done.result.get()
+                if let loaded { (model, outputIndices) = (loaded, try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })) }
+                options = done.configuration
+                notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", options.device, done.milliseconds)))
+            } catch {
+                refusedAny = true
+                notices.append(StageNotice(.warning, "\(error); keeping \(options.device)", restore: ["device": .string(options.device)]))
+            }
         }
+        swap.settled(running: options, refused: refusedAny)
     }
 
     private var format: VideoFormat?

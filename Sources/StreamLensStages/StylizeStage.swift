@@ -129,15 +129,14 @@ public final class StylizeStage: Stage {
     private var settings: Settings
     private var live: LiveSettings
     private var stylizer: Stylizer
-    /// The configuration the settings ask for; a background load is running when it differs
-    /// from the stylizer's.
-    private var wanted: StylizerConfiguration
-    private let reloads = ReloadResults()
-    /// One load at a time, in the order the changes came: the one being built, and the latest
-    /// change that came while it was (a later one replaces it). Each change then lands on what
-    /// the previous one left: `set device=AUTO` then a bad `set style-image` keeps AUTO.
-    private var loading: StylizerConfiguration?
-    private var queued: StylizerConfiguration?
+    /// Live changes of model, style, device or precision: built in the background, swapped in
+    /// between frames.
+    private var swap: ModelSwap<StylizerConfiguration, Reload>!
+    /// What a background load makes: a new stylizer, or (the same model) a new style vector.
+    enum Reload {
+        case stylizer(Stylizer)
+        case style([Float], image: String)
+    }
     private var notices: [StageNotice] = []
 
     private var format: VideoFormat?
@@ -169,7 +168,7 @@ public final class StylizeStage: Stage {
         let started = DispatchTime.now().uptimeNanoseconds
         stylizer = try Stylizer(configuration, models: models)
         startupMilliseconds.style = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        wanted = configuration
+        swap = ModelSwap(running: configuration)
     }
 
     static func configuration(from settings: Settings) throws -> StylizerConfiguration {
@@ -362,96 +361,77 @@ public final class StylizeStage: Stage {
     public func settingsChanged(_ settings: Settings) {
         self.settings = settings
         live = LiveSettings(settings)
-        let configuration: StylizerConfiguration
+        var next: StylizerConfiguration
         do {
-            configuration = try Self.configuration(from: settings)
+            next = try Self.configuration(from: settings)
         } catch {
-            notices.append(StageNotice(.warning, "\(error); keeping \(describe(wanted))"))
+            notices.append(StageNotice(.warning, "\(error); keeping \(describe(swap.wanted))"))
             return
         }
-        guard configuration != wanted else { return }
         // inference-size is not live: a change to it would reload for nothing.
-        var next = configuration
         next.inferenceSize = stylizer.configuration.inferenceSize
-        wanted = next
-        if loading != nil {
-            queued = next
-            return
-        }
-        if next == stylizer.configuration { return }
-        startReload(next)
-    }
-
-    /// Builds the replacement on its own thread; `applyFinishedReloads` swaps it in between frames.
-    private func startReload(_ configuration: StylizerConfiguration) {
-        let models = self.models, results = self.reloads
+        let (running, manifest, models) = (stylizer.configuration, stylizer.manifest, models)
         let frameSize = format.map { (width: $0.width, height: $0.height) }
-        let styleOnly = configuration.differsOnlyInStyle(from: stylizer.configuration)
-        let manifest = stylizer.manifest
-        notices.append(StageNotice(.info, "loading \(describe(configuration))…"))
-        loading = configuration
-        Thread.detachNewThread {
-            let started = DispatchTime.now().uptimeNanoseconds
-            let result: ReloadResults.Result
-            do {
-                if styleOnly {
-                    let image = configuration.styleImage.isEmpty
-                        ? try manifest.style?.image.map { try manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
-                        : configuration.styleImage
-                    let vector = try Stylizer.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image,
-                                                           models: models, options: configuration.options)
-                    result = .style(vector, image: image)
-                } else {
-                    let stylizer = try Stylizer(configuration, models: models)
-                    try models.checkDevice(configuration.options.device)
-                    // Compile for the current frames here, not on the first frame after the swap.
-                    if let frameSize {
-                        let size = configuration.inferenceSize.resolve(frameWidth: frameSize.width, frameHeight: frameSize.height,
-                                                                      manifestWidth: stylizer.manifest.input.width,
-                                                                      manifestHeight: stylizer.manifest.input.height)
-                        _ = try stylizer.model(width: size.width, height: size.height)
-                    }
-                    result = .stylizer(Handoff(stylizer))
-                }
-            } catch {
-                result = .failed("\(error)")
-            }
-            results.post(configuration, result, milliseconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
+        let started = swap.request(next, running: running) { next in
+            try Self.reload(next, from: running, manifest: manifest, models: models, frameSize: frameSize)
         }
+        if started { notices.append(StageNotice(.info, "loading \(describe(next))…")) }
     }
 
+    /// Builds the replacement for `configuration` (a background load): the style vector alone
+    /// when only the style picture changed, else a stylizer compiled for the current frames
+    /// (here, not on the first frame after the swap).
+    private static func reload(_ configuration: StylizerConfiguration, from running: StylizerConfiguration, manifest: ModelManifest,
+                               models: ModelLoader, frameSize: (width: Int, height: Int)?) throws -> Reload {
+        if configuration.differsOnlyInStyle(from: running) {
+            let image = configuration.styleImage.isEmpty
+                ? try manifest.style?.image.map { try manifest.resolve($0, relativeTo: configuration.manifestPath) } ?? ""
+                : configuration.styleImage
+            let vector = try Stylizer.predictStyle(manifest: manifest, manifestPath: configuration.manifestPath, image: image,
+                                                   models: models, options: configuration.options)
+            return .style(vector, image: image)
+        }
+        let stylizer = try Stylizer(configuration, models: models)
+        try models.checkDevice(configuration.options.device)
+        if let frameSize {
+            let size = configuration.inferenceSize.resolve(frameWidth: frameSize.width, frameHeight: frameSize.height,
+                                                          manifestWidth: stylizer.manifest.input.width, manifestHeight: stylizer.manifest.input.height)
+            _ = try stylizer.model(width: size.width, height: size.height)
+        }
+        return .stylizer(stylizer)
+    }
+
+    /// Between frames: a finished load swapped in (and compiled for these frames), or refused.
     private func applyFinishedReloads() {
-        for (configuration, result, ms) in reloads.take() {
-            loading = nil
-            switch result {
-            case .stylizer(let handoff):
-                stylizer = handoff.stylizer
+        var refusedAny = false
+        for done in swap.takeFinished() {
+            let configuration = done.configuration
+            switch done.result {
+            case .success(.stylizer(let next)):
+                stylizer = next
                 motion.reset()
-                notices.append(StageNotice(.info, String(format: "now using %@ (loaded in %.0f ms)", describe(configuration), ms)))
-            case .style(let vector, let image):
+                notices.append(StageNotice(.info, String(format: "now using %@ (loaded in %.0f ms)", describe(configuration), done.milliseconds)))
+            case .success(.style(let vector, let image)):
                 do {
                     try stylizer.setStyle(vector: vector, image: image, requested: configuration.styleImage)
                     motion.reset()
-                    notices.append(StageNotice(.info, String(format: "now copying the style of %@ (%.0f ms)", image, ms)))
+                    notices.append(StageNotice(.info, String(format: "now copying the style of %@ (%.0f ms)", image, done.milliseconds)))
                 } catch {
                     refused(configuration, "\(error)")
+                    refusedAny = true
                 }
-            case .failed(let message):
-                refused(configuration, message)
+            case .failure(let error):
+                refused(configuration, error.message)
+                refusedAny = true
             }
         }
-        if loading == nil, let next = queued {
-            queued = nil
-            wanted = next
-            if next != stylizer.configuration { startReload(next) }
-        }
+        swap.settled(running: stylizer.configuration, refused: refusedAny)
     }
 
     /// A live change that did not load: keep the current stylizer, and set the element's
     /// properties back to what it uses.
     private func refused(_ configuration: StylizerConfiguration, _ message: String) {
         let current = stylizer.configuration
-        wanted = queued ?? current
         var restore: [String: PropertyValue] = [:]
         if configuration.manifestPath != current.manifestPath { restore["model"] = .string(current.manifestPath) }
         if configuration.styleImage != current.styleImage { restore["style-image"] = .string(current.styleImage) }
@@ -489,31 +469,4 @@ public final class StylizeStage: Stage {
                           startupMilliseconds.style, startupMilliseconds.compile)
         return [text, unmatched, stylizer.settings, queue.summary ?? ""].filter { !$0.isEmpty }.joined(separator: "; ")
     }
-}
-
-/// Finished background loads, posted by the loading thread and taken by the worker.
-final class ReloadResults: Sendable {
-    enum Result: Sendable {
-        case stylizer(Handoff)
-        case style([Float], image: String)
-        case failed(String)
-    }
-    private let finished = Mutex<[(StylizerConfiguration, Result, Double)]>([])
-    func post(_ configuration: StylizerConfiguration, _ result: Result, milliseconds: Double) {
-        finished.withLock { $0.append((configuration, result, milliseconds)) }
-    }
-    func take() -> [(StylizerConfiguration, Result, Double)] {
-        finished.withLock { list in
-            defer { list = [] }
-            return list
-        }
-    }
-}
-
-/// A stylizer passed from the thread that built it to the worker.
-/// @unchecked Sendable: the building thread drops its reference when it posts the handoff; from
-/// then on only the worker thread uses the stylizer.
-final class Handoff: @unchecked Sendable {
-    let stylizer: Stylizer
-    init(_ stylizer: Stylizer) { self.stylizer = stylizer }
 }
