@@ -387,26 +387,3 @@ public struct ModelManifest: Sendable, Codable, Equatable {
 /// Thrown while decoding, turned into a `StageError` naming the file by `ModelManifest.decode`.
 struct WrongSchemaVersion: Error { var version: Int }
 struct UnknownDecoder: Error { var name: String }
-
-extension ModelManifest.Input {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        width = try c.decode(Int.self, forKey: .width)
-        height = try c.decode(Int.self, forKey: .height)
-        colorOrder = try c.decode(ColorOrder.self, forKey: .colorOrder)
-        valueRange = try c.decode([Double].self, forKey: .valueRange)
-        layout = try c.decode(Layout.self, forKey: .layout)
-        name = try c.decodeIfPresent(String.self, forKey: .name)
-        resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
-    }
-}
-
-extension ModelManifest.ImageOutput {
-    public init(from decoder: any Swift.Decoder) throws {
-        let d = Self(), c = try decoder.container(keyedBy: CodingKeys.self)
-        layout = try c.decodeIfPresent(ModelManifest.Input.Layout.self, forKey: .layout) ?? d.layout
-        colorOrder = try c.decodeIfPresent(ModelManifest.Input.ColorOrder.self, forKey: .colorOrder) ?? d.colorOrder
-        valueRange = try c.decodeIfPresent([Double].self, forKey: .valueRange) ?? d.valueRange
-        output = try c.decodeIfPresent(String.self, forKey: .output)
-    }
-}
