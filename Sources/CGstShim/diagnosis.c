@@ -158,147 +158,63 @@ const char *sl_caps_media_kind(const GstCaps *caps) {
     return sl_structure_kind(gst_caps_get_structure(caps, 0));
 }
 
-// ---- which element fixes a link ------------------------------------------------------------
+// ---- facts for the advice on a link (the advice itself: CapsAdvice.swift) -----------------
 
-enum { SL_RAW_VIDEO = 1, SL_RAW_AUDIO = 2, SL_CODED_VIDEO = 4, SL_CODED_AUDIO = 8, SL_OTHER = 16 };
-
-static guint sl_caps_classes(const GstCaps *caps) {
-    if (gst_caps_is_any(caps)) return SL_RAW_VIDEO | SL_RAW_AUDIO | SL_CODED_VIDEO | SL_CODED_AUDIO | SL_OTHER;
+guint sl_caps_classes(const GstCaps *caps) {
+    if (!caps || gst_caps_is_any(caps)) return SL_CAPS_RAW_VIDEO | SL_CAPS_RAW_AUDIO | SL_CAPS_CODED_VIDEO | SL_CAPS_CODED_AUDIO | SL_CAPS_OTHER;
     guint classes = 0;
     for (guint i = 0; i < gst_caps_get_size(caps); i++) {
         const char *name = gst_structure_get_name(gst_caps_get_structure(caps, i));
-        if (strcmp(name, "video/x-raw") == 0) classes |= SL_RAW_VIDEO;
-        else if (strcmp(name, "audio/x-raw") == 0) classes |= SL_RAW_AUDIO;
-        else if (g_str_has_prefix(name, "video/") || g_str_has_prefix(name, "image/")) classes |= SL_CODED_VIDEO;
-        else if (g_str_has_prefix(name, "audio/")) classes |= SL_CODED_AUDIO;
-        else classes |= SL_OTHER;
+        if (strcmp(name, "video/x-raw") == 0) classes |= SL_CAPS_RAW_VIDEO;
+        else if (strcmp(name, "audio/x-raw") == 0) classes |= SL_CAPS_RAW_AUDIO;
+        else if (g_str_has_prefix(name, "video/") || g_str_has_prefix(name, "image/")) classes |= SL_CAPS_CODED_VIDEO;
+        else if (g_str_has_prefix(name, "audio/")) classes |= SL_CAPS_CODED_AUDIO;
+        else classes |= SL_CAPS_OTHER;
     }
     return classes;
 }
 
-// Copies of the caps without the fields a converter changes.
-static GstCaps *sl_caps_without(const GstCaps *caps, const char *const *fields) {
+// A copy of the caps without the fields named in `fields` (comma-separated).
+static GstCaps *sl_caps_without(const GstCaps *caps, char **fields) {
     GstCaps *copy = gst_caps_copy(caps);
     for (guint i = 0; i < gst_caps_get_size(copy); i++) {
         GstStructure *s = gst_caps_get_structure(copy, i);
-        for (const char *const *f = fields; *f; f++) gst_structure_remove_field(s, *f);
+        for (char **f = fields; *f; f++) gst_structure_remove_field(s, *f);
     }
     return copy;
 }
 
-static gboolean sl_meet_without(const GstCaps *offer, const GstCaps *wants, const char *const *fields) {
-    GstCaps *a = sl_caps_without(offer, fields), *b = sl_caps_without(wants, fields);
-    gboolean meet = gst_caps_can_intersect(a, b);
-    gst_caps_unref(a);
-    gst_caps_unref(b);
+gboolean sl_caps_meet_without(const GstCaps *a, const GstCaps *b, const char *fields) {
+    if (!a || !b) return FALSE;
+    char **names = g_strsplit(fields ? fields : "", ",", -1);
+    GstCaps *x = sl_caps_without(a, names), *y = sl_caps_without(b, names);
+    gboolean meet = gst_caps_can_intersect(x, y);
+    gst_caps_unref(x);
+    gst_caps_unref(y);
+    g_strfreev(names);
     return meet;
 }
 
-// The fewest converters (in pipeline order) after which the caps meet; NULL when none do.
-static char *sl_converters(const GstCaps *offer, const GstCaps *wants, gboolean video) {
-    // What each converter changes. videoconvert also changes colorimetry, chroma siting and
-    // interlacing metadata; videoscale the size and pixel aspect ratio; videorate the rate.
-    static const char *const video_names[] = {"videoconvert", "videoscale", "videorate"};
-    static const char *const video_fields[3][5] = {
-        {"format", "colorimetry", "chroma-site", "interlace-mode", NULL},
-        {"width", "height", "pixel-aspect-ratio", NULL},
-        {"framerate", NULL},
-    };
-    static const char *const audio_names[] = {"audioconvert", "audioresample", NULL};
-    static const char *const audio_fields[2][5] = {
-        {"format", "layout", "channels", "channel-mask", NULL},
-        {"rate", NULL},
-    };
-    const guint count = video ? 3 : 2;
-    // Subsets by size: singles first, then pairs, then all.
-    for (guint size = 1; size <= count; size++) {
-        for (guint mask = 1; mask < (1u << count); mask++) {
-            if ((guint)__builtin_popcount(mask) != size) continue;
-            const char *fields[16];
-            guint n = 0;
-            for (guint c = 0; c < count; c++) {
-                if (!(mask & (1u << c))) continue;
-                const char *const *list = video ? video_fields[c] : audio_fields[c];
-                for (; *list; list++) fields[n++] = *list;
-            }
-            fields[n] = NULL;
-            if (!sl_meet_without(offer, wants, fields)) continue;
-            GString *out = g_string_new(NULL);
-            for (guint c = 0; c < count; c++) {
-                if (!(mask & (1u << c))) continue;
-                if (out->len) g_string_append(out, " ! ");
-                g_string_append(out, video ? video_names[c] : audio_names[c]);
-            }
-            return g_string_free(out, FALSE);
-        }
-    }
-    return NULL;
-}
-
-// The best-ranked installed encoder whose output `wants` takes (H.264 first: what most muxers
-// and players take).
-static char *sl_encoder_for(const GstCaps *wants, gboolean video) {
+char *sl_encoder_making(const GstCaps *wants, gboolean video) {
+    if (!wants || gst_caps_is_empty(wants)) return NULL;
     GList *encoders = gst_element_factory_list_get_elements(
         GST_ELEMENT_FACTORY_TYPE_ENCODER | (video ? GST_ELEMENT_FACTORY_TYPE_MEDIA_VIDEO | GST_ELEMENT_FACTORY_TYPE_MEDIA_IMAGE
                                                   : GST_ELEMENT_FACTORY_TYPE_MEDIA_AUDIO),
         GST_RANK_MARGINAL);
     encoders = g_list_sort(encoders, gst_plugin_feature_rank_compare_func);
     char *result = NULL;
-    static const char *const preferred[] = {"video/x-h264", "audio/mpeg", NULL};
-    for (guint pass = 0; pass < 2 && !result; pass++) {
-        for (GList *l = encoders; l && !result; l = l->next) {
-            GstElementFactory *factory = l->data;
-            for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t && !result; t = t->next) {
-                GstStaticPadTemplate *tmpl = t->data;
-                if (tmpl->direction != GST_PAD_SRC) continue;
-                GstCaps *caps = gst_static_caps_get(&tmpl->static_caps);
-                gboolean fits = gst_caps_can_intersect(caps, wants);
-                if (fits && pass == 0) {
-                    fits = FALSE;
-                    for (const char *const *p = preferred; *p; p++) {
-                        GstCaps *pref = gst_caps_new_empty_simple(*p);
-                        fits |= gst_caps_can_intersect(caps, pref) && gst_caps_can_intersect(wants, pref);
-                        gst_caps_unref(pref);
-                    }
-                }
-                if (fits) result = g_strdup(GST_OBJECT_NAME(factory));
-                gst_caps_unref(caps);
-            }
+    for (GList *l = encoders; l && !result; l = l->next) {
+        GstElementFactory *factory = l->data;
+        for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t && !result; t = t->next) {
+            GstStaticPadTemplate *tmpl = t->data;
+            if (tmpl->direction != GST_PAD_SRC) continue;
+            GstCaps *caps = gst_static_caps_get(&tmpl->static_caps);
+            if (gst_caps_can_intersect(caps, wants)) result = g_strdup(GST_OBJECT_NAME(factory));
+            gst_caps_unref(caps);
         }
     }
     gst_plugin_feature_list_free(encoders);
     return result;
-}
-
-SLCapsFix sl_caps_fix_hint(const GstCaps *offer, const GstCaps *wants, char **elements) {
-    *elements = NULL;
-    if (!offer || !wants) return SL_FIX_UNKNOWN;
-    if (gst_caps_can_intersect(offer, wants)) return SL_FIX_NONE;
-    guint o = sl_caps_classes(offer), w = sl_caps_classes(wants);
-    if ((o & SL_RAW_VIDEO) && (w & SL_RAW_VIDEO)) {
-        *elements = sl_converters(offer, wants, TRUE);
-        return *elements ? SL_FIX_CONVERT : SL_FIX_UNKNOWN;
-    }
-    if ((o & SL_RAW_AUDIO) && (w & SL_RAW_AUDIO)) {
-        *elements = sl_converters(offer, wants, FALSE);
-        return *elements ? SL_FIX_CONVERT : SL_FIX_UNKNOWN;
-    }
-    if ((o & SL_RAW_VIDEO) && (w & SL_CODED_VIDEO)) {
-        *elements = sl_encoder_for(wants, TRUE);
-        return *elements ? SL_FIX_ENCODE : SL_FIX_UNKNOWN;
-    }
-    if ((o & SL_RAW_AUDIO) && (w & SL_CODED_AUDIO)) {
-        *elements = sl_encoder_for(wants, FALSE);
-        return *elements ? SL_FIX_ENCODE : SL_FIX_UNKNOWN;
-    }
-    if (((o & SL_CODED_VIDEO) && (w & SL_RAW_VIDEO)) || ((o & SL_CODED_AUDIO) && (w & SL_RAW_AUDIO))) {
-        *elements = g_strdup("decodebin");
-        return SL_FIX_DECODE;
-    }
-    gboolean o_video = o & (SL_RAW_VIDEO | SL_CODED_VIDEO), o_audio = o & (SL_RAW_AUDIO | SL_CODED_AUDIO);
-    gboolean w_video = w & (SL_RAW_VIDEO | SL_CODED_VIDEO), w_audio = w & (SL_RAW_AUDIO | SL_CODED_AUDIO);
-    if ((o_video && !o_audio && w_audio && !w_video) || (o_audio && !o_video && w_video && !w_audio)) return SL_FIX_MEDIA;
-    return SL_FIX_UNKNOWN;
 }
 
 // ---- pads and neighbours -------------------------------------------------------------------

@@ -14,28 +14,25 @@ enum NegotiationDiagnosis {
         takeString(sl_caps_describe(caps)) ?? "?"
     }
 
-    /// What would make `offer` (from `from`) fit `wants` (of `to`), as a sentence; nil when the
-    /// caps meet or nothing is known to help.
+    /// What would make `offer` (from `from`) fit `wants` (of `to`), as a sentence (CapsAdvice
+    /// chooses); nil when the caps meet or nothing is known to help.
     static func fix(offer: UnsafeMutablePointer<GstCaps>, wants: UnsafeMutablePointer<GstCaps>,
                     from: UnsafeMutablePointer<GstElement>, to: UnsafeMutablePointer<GstElement>) -> String? {
-        var elements: UnsafeMutablePointer<CChar>?
-        let hint = sl_caps_fix_hint(offer, wants, &elements)
-        let names = takeString(elements)
         let (a, b) = (objectName(from), objectName(to))
-        switch hint {
-        case SL_FIX_CONVERT:
-            guard let names else { return nil }
-            return names.contains("!") ? "put \(names) between \(a) and \(b)" : "put a \(names) between \(a) and \(b)"
-        case SL_FIX_ENCODE:
-            guard let names else { return nil }
-            return "\(b) takes encoded \(kind(offer)): put an encoder (e.g. \(names)) between \(a) and \(b)"
-        case SL_FIX_DECODE:
+        switch CapsAdvice.advise(offer: offer, wants: wants) {
+        case .convert(let elements) where elements.count == 1:
+            return "put \(article(elements[0])) \(elements[0]) between \(a) and \(b)"
+        case .convert(let elements):
+            return "put \(elements.joined(separator: " ! ")) between \(a) and \(b)"
+        case .encode(let encoder):
+            return "\(b) takes encoded \(kind(offer)): put an encoder (e.g. \(encoder)) between \(a) and \(b)"
+        case .decode:
             return "\(a) gives encoded data: put a decodebin between \(a) and \(b)"
-        case SL_FIX_MEDIA:
+        case .otherMedia:
             let given = kind(offer), wanted = kind(wants)
             if isDemuxer(from) { return "the input has no \(wanted) stream (only \(given))" }
             return "\(b) takes \(wanted), not \(given): link it to \(article(wanted)) \(wanted) stream"
-        default:
+        case .none, .unknown:
             return nil
         }
     }

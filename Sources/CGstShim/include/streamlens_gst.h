@@ -385,17 +385,15 @@ char *sl_caps_describe(const GstCaps *caps);
 // caps query; without pads of that direction (sometimes/request pads), its pad templates' caps.
 // `unlinked_only`: only pads linked to nothing (falls back to all pads when every one is linked).
 GstCaps *sl_element_side_caps(GstElement *element, GstPadDirection direction, gboolean unlinked_only);
-typedef enum {
-    SL_FIX_NONE = 0,     // the caps meet: nothing to fix
-    SL_FIX_CONVERT = 1,  // raw both sides: *elements = "videoconvert", "videoscale", "audioconvert ! audioresample"…
-    SL_FIX_ENCODE = 2,   // raw offered, coded wanted: *elements = an installed encoder that makes it
-    SL_FIX_DECODE = 3,   // coded offered, raw wanted: *elements = "decodebin"
-    SL_FIX_MEDIA = 4,    // video offered where audio is wanted, or the other way round
-    SL_FIX_UNKNOWN = 5,
-} SLCapsFix;
-// Which element(s) would turn `offer` into something `wants` takes. *elements (g_free) is set for
-// CONVERT and ENCODE and DECODE.
-SLCapsFix sl_caps_fix_hint(const GstCaps *offer, const GstCaps *wants, char **elements);
+// The kinds of stream a caps can carry (ANY: all of them), as a bit set.
+enum { SL_CAPS_RAW_VIDEO = 1, SL_CAPS_RAW_AUDIO = 2, SL_CAPS_CODED_VIDEO = 4, SL_CAPS_CODED_AUDIO = 8, SL_CAPS_OTHER = 16 };
+guint sl_caps_classes(const GstCaps *caps);
+// Whether the two caps meet once the named fields (comma-separated: "width,height") are set aside
+// on both sides: the fields a converter would change.
+gboolean sl_caps_meet_without(const GstCaps *a, const GstCaps *b, const char *fields);
+// The best-ranked installed encoder (video and image, or audio) whose output `wants` takes; NULL
+// when none. g_free the result.
+char *sl_encoder_making(const GstCaps *wants, gboolean video);
 // "video", "audio", "image", … of the caps' first structure ("" for ANY or empty). Static string.
 const char *sl_caps_media_kind(const GstCaps *caps);
 // The structures of `caps` of that media kind (a muxer takes audio and video: only the part that
