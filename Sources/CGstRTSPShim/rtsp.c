@@ -282,6 +282,7 @@ void sl_rtsp_server_stop(SLRtspServer *s) {
 }
 
 SLRtspServer *sl_rtsp_server_start(const SLRtspConfig *c, char *error, size_t error_size) {
+    gst_init(NULL, NULL); // idempotent: a server made outside any pipeline (a stage driven in memory) needs it too
     if (!c->address || !c->mount || c->port == 0 || c->port > 65535) {
         sl_copy_error(error, error_size, "an address, a port (1…65535) and a mount are needed");
         return NULL;

@@ -253,6 +253,7 @@ extension SampleReference {
     /// keyframe flag from the frame. Nil when no caps can be made of the format.
     static func of(_ frame: Frame) -> SampleReference? {
         if let pixels = frame.pixels as? SamplePixels { return SampleReference(retaining: pixels.sample) }
+        gst_init(nil, nil) // idempotent; a frame made in memory may come before any pipeline
         let format = frame.format
         let text = format.caps ?? "video/x-raw,format=\(format.pixelFormat),width=\(format.width),height=\(format.height),framerate=\(format.framerate.numerator)/\(format.framerate.denominator)"
         guard let caps = gst_caps_from_string(text) else { return nil }

@@ -64,16 +64,19 @@ public final class StageDriver<S: Stage> {
 
     /// One frame: the frames that left the stage after it, in order (none while it waits for a
     /// request in flight, several when earlier ones finished). `records`: the frame records
-    /// (events, zones) stages before this one left on it, as `MemoryPixels.records`.
+    /// (events, zones) stages before this one left on it, as `MemoryPixels.records`. Encoded
+    /// video (`VideoFormat(encoded:…)`): `bytes` is one access unit, `keyframe` false for one
+    /// that needs earlier ones (the bridge reads GStreamer's DELTA_UNIT flag).
     @discardableResult
-    public func push(_ bytes: [UInt8], regions: [RegionOfInterest] = [], records: [String: String] = [:]) -> [Delivered] {
+    public func push(_ bytes: [UInt8], regions: [RegionOfInterest] = [], records: [String: String] = [:],
+                     keyframe: Bool = true) -> [Delivered] {
         guard let format else { preconditionFailure("StageDriver.start(format) before the first frame") }
         precondition(bytes.count >= format.size, "a frame of \(bytes.count) bytes for \(format) (\(format.size) bytes)")
         let pixels = MemoryPixels(bytes: bytes, regions: regions)
         pixels.records = records
         let index = nextIndex
         nextIndex += 1
-        let frame = Frame(format: format, pts: pts, duration: format.frameDurationNanoseconds, index: index, pixels: pixels)
+        let frame = Frame(format: format, pts: pts, duration: format.frameDurationNanoseconds, index: index, pixels: pixels, keyframe: keyframe)
         pts += format.frameDurationNanoseconds ?? 0
         let outcome = stage.process(frame)
         collectNotices()
@@ -97,14 +100,17 @@ public final class StageDriver<S: Stage> {
     public var held: Int { delivery.count }
 
     /// A live change (only properties marked live), delivered between frames as the bridge
-    /// delivers a `g_object_set` or a control-socket `set`.
+    /// delivers a control-socket `set` or an API PATCH: checked first (the stage's
+    /// `checkLiveChange`: a refusal throws and nothing is set), then applied.
     public func change(_ values: [String: PropertyValue]) throws {
         for name in values.keys {
             if let spec = S.descriptor.properties.first(where: { $0.name == name }), !spec.live {
                 throw StageError("property \(name) cannot change while playing")
             }
         }
-        settings = S.Settings(try Self.checked(values, over: settings.values))
+        let next = S.Settings(try Self.checked(values, over: settings.values))
+        try S.checkLiveChange(next, changing: Set(values.keys))
+        settings = next
         stage.settingsChanged(settings)
         collectNotices()
     }

@@ -45,8 +45,8 @@ import Testing
         #expect(DecoderRegistry.detector(named: "blazeface") != nil && DecoderRegistry.names == ["blazeface", "centerface", "yolov8", "yolov8-seg", "yolov5", "ssd", "segmentation", "image", "classifier", "landmarks"])
     }
 
-    /// lensstylize's live changes: a model that is not there is refused and the property set
-    /// back; another style loads in the background and replaces the current one between frames.
+    /// lensstylize's live changes: a model that is not there is refused, one that does not load
+    /// is set back; another style loads in the background and replaces the current one between frames.
     @Test func stylizerReloadsRefusesAndRestores() throws {
         let (w, h) = (160, 120)
         let bytes = try rgbPixels(of: packageRoot.appendingPathComponent(".deps/media/chelsea.png").path, width: w, height: h)
@@ -58,7 +58,17 @@ import Testing
         try #require(mosaic.count == 1 && mosaic[0].outcome == .forward)
         #expect(meanDifference(mosaic[0].pixels.bytes, bytes) > 20, "mosaic barely changed the picture")
 
-        try driver.change(["model": .string("Models/nope.json")])
+        // A manifest that is not there is refused by the check, before anything is set.
+        #expect(throws: StageError("model manifest Models/nope.json not found")) { try driver.change(["model": .string("Models/nope.json")]) }
+        #expect(driver.settings.model == "Models/mosaic.json")
+        // One that is there but whose network does not load: tried in the background, set back.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sl-broken-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data("not a network".utf8).write(to: dir.appendingPathComponent("mosaic.onnx"))
+        let broken = dir.appendingPathComponent("broken.json").path
+        try FileManager.default.copyItem(atPath: "Models/mosaic.json", toPath: broken)
+        try driver.change(["model": .string(broken)])
         let refused = driver.pushUntilNotice(containing: "keeping Models/mosaic.json", bytes: bytes)
         #expect(refused.found, "\(driver.notices.map(\.text))")
         #expect(driver.restored["model"] == .string("Models/mosaic.json") && driver.settings.model == "Models/mosaic.json")
