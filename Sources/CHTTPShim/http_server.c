@@ -376,13 +376,9 @@ static gboolean do_reply(gpointer data) {
 }
 
 static void send_reply(SLHTTPServer *s, uint64_t id, enum ReplyKind kind, unsigned status, const char *headers, const void *data, size_t length) {
-    Reply *r = g_new0(Reply, 1);
-    r->server = s;
-    r->id = id;
-    r->kind = kind;
-    r->status = status;
-    r->headers = g_strdup(headers);
-    if (data && length) r->body = g_bytes_new(data, length);
+    Reply *r = g_new(Reply, 1);
+    *r = (Reply){.server = s, .id = id, .kind = kind, .status = status, .headers = g_strdup(headers),
+                 .body = data && length ? g_bytes_new(data, length) : NULL};
     g_main_context_invoke_full(s->context, G_PRIORITY_DEFAULT, do_reply, r, free_reply);
 }
 
@@ -496,17 +492,12 @@ static void free_server(SLHTTPServer *s) {
 
 SLHTTPServer *sl_http_server_start(const char *host, int port, SLHTTPLimits limits, SLHTTPRequestCallback on_request,
                                    SLHTTPStreamClosedCallback on_stream_closed, void *context, int *bind_error, char **message) {
-    SLHTTPServer *s = g_new0(SLHTTPServer, 1);
-    s->limits = limits;
-    s->on_request = on_request;
-    s->on_stream_closed = on_stream_closed;
-    s->callback_context = context;
-    s->host = g_strdup(host);
-    s->port = port;
-    s->context = g_main_context_new();
-    s->loop = g_main_loop_new(s->context, FALSE);
-    s->connections = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free_connection);
-    s->pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, free_pending);
+    SLHTTPServer *s = g_new(SLHTTPServer, 1);
+    GMainContext *main_context = g_main_context_new();
+    *s = (SLHTTPServer){.limits = limits, .on_request = on_request, .on_stream_closed = on_stream_closed, .callback_context = context,
+                        .host = g_strdup(host), .port = port, .context = main_context, .loop = g_main_loop_new(main_context, FALSE),
+                        .connections = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, free_connection),
+                        .pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, free_pending)};
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->started_cond, NULL);
     s->thread = g_thread_new("streamlens-http", serve, s);

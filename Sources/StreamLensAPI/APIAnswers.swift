@@ -125,14 +125,14 @@ extension APIServer {
     /// A catalog's refusal: its message (first line) with the status its reason calls for.
     static func error(_ refusal: SourceRefusal) -> HTTPReply {
         let status: Int
-        switch refusal.reason {
+        switch refusal.kind {
         case .invalid, .didNotStart: status = 422
         case .taken, .notHere: status = 409
         case .unknown: status = 404
         case .busy: status = 503
         }
         var reply = error(status, String(refusal.message.split(separator: "\n").first ?? ""))
-        if refusal.reason == .busy { reply.headers.append(("Retry-After", "2")) }
+        if refusal.kind == .busy { reply.headers.append(("Retry-After", "2")) }
         return reply
     }
 

@@ -129,3 +129,35 @@ public struct ControlError: Error, CustomStringConvertible, Equatable, Sendable 
 private extension Unicode.Scalar {
     var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
 }
+
+/// A language of one-line commands (the control socket's, serve's): parsed from a line, with
+/// `help` and a usage text.
+public protocol ControlLanguage {
+    /// nil for an empty line.
+    static func parse(_ line: String) throws -> Self?
+    static var usage: String { get }
+    var isHelp: Bool { get }
+}
+
+extension ControlLanguage {
+    /// One line answered with one line: "ok" for an empty one, the usage for `help`, what
+    /// `perform` answers for the rest, or "error: …" for whatever throws.
+    public static func answer(_ line: String, _ perform: (Self) throws -> String) -> String {
+        do {
+            guard let command = try parse(line) else { return "ok" }
+            return command.isHelp ? usage.replacingOccurrences(of: "\n", with: " ") : try perform(command)
+        } catch let error as ControlError {
+            return "error: \(error.message)"
+        } catch {
+            return "error: \(error)"
+        }
+    }
+}
+
+extension ControlCommand: ControlLanguage {
+    public var isHelp: Bool { self == .help }
+}
+
+extension ServeCommand: ControlLanguage {
+    public var isHelp: Bool { self == .help }
+}

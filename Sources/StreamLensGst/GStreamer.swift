@@ -38,21 +38,26 @@ public enum GStreamer {
 
 }
 
-/// An error the host reports: one message, and the exit code the CLI returns for it.
-public struct HostError: Error, CustomStringConvertible, Sendable {
-    public enum Kind: Sendable {
-        /// The spec is wrong (syntax, unknown element/stage/property, link): exit 2.
-        case spec
-        /// The pipeline failed while starting or running: exit 1.
-        case runtime
-    }
+/// An error of some kind (what the caller acts on: an exit code, an HTTP status) with one
+/// message, the one a person reads.
+public struct KindedError<Kind: Sendable & Equatable>: Error, CustomStringConvertible, Sendable, Equatable {
     public var kind: Kind
     public var message: String
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
+    public init(_ kind: Kind, _ message: String) { (self.kind, self.message) = (kind, message) }
     public var description: String { message }
+}
+
+/// An error the host reports: one message, and the exit code the CLI returns for it.
+public typealias HostError = KindedError<HostErrorKind>
+
+public enum HostErrorKind: Sendable, Equatable {
+    /// The spec is wrong (syntax, unknown element/stage/property, link): exit 2.
+    case spec
+    /// The pipeline failed while starting or running: exit 1.
+    case runtime
+}
+
+extension KindedError where Kind == HostErrorKind {
     public var exitCode: Int32 { kind == .spec ? 2 : 1 }
 }
 

@@ -27,11 +27,9 @@ public final class PipelineCommands: @unchecked Sendable {
 
     /// Carries out one command line and returns the reply.
     public func execute(_ line: String) -> String {
-        do {
-            guard let command = try ControlCommand.parse(line) else { return "ok" }
+        ControlCommand.answer(line) { command in
             switch command {
-            case .help:
-                return ControlCommand.usage.replacingOccurrences(of: "\n", with: " ")
+            case .help: return ControlCommand.usage // answered by `answer` already
             case .list:
                 return stageElements().map { describe($0) }.joined(separator: "; ")
             case .get(let name, let property):
@@ -48,10 +46,6 @@ public final class PipelineCommands: @unchecked Sendable {
                 try set(element: name, assignments)
                 return "ok"
             }
-        } catch let error as ControlError {
-            return "error: \(error.message)"
-        } catch {
-            return "error: \(error)"
         }
     }
 

@@ -19,28 +19,24 @@ public protocol SourceCatalog: AnyObject, Sendable {
 
 /// Why a source was not added or removed: what kind of refusal (the HTTP API's status code) and
 /// the message the control socket answers too.
-public struct SourceRefusal: Error, Sendable, Equatable {
-    public enum Reason: Sendable, Equatable {
-        /// A bad name or URI, or a template that does not parse with it: nothing was built.
-        case invalid
-        /// The name is taken.
-        case taken
-        /// No source of that name.
-        case unknown
-        /// Built, but it did not start (and is not kept).
-        case didNotStart
-        /// This host does not add or remove sources (run), or is ending.
-        case notHere
-        /// As many sources as may start at once are starting: try again in a moment.
-        case busy
-    }
-    public var reason: Reason
-    public var message: String
-    public init(_ reason: Reason, _ message: String) {
-        self.reason = reason
-        self.message = message
-    }
+public typealias SourceRefusal = KindedError<SourceRefusalReason>
 
+public enum SourceRefusalReason: Sendable, Equatable {
+    /// A bad name or URI, or a template that does not parse with it: nothing was built.
+    case invalid
+    /// The name is taken.
+    case taken
+    /// No source of that name.
+    case unknown
+    /// Built, but it did not start (and is not kept).
+    case didNotStart
+    /// This host does not add or remove sources (run), or is ending.
+    case notHere
+    /// As many sources as may start at once are starting: try again in a moment.
+    case busy
+}
+
+extension KindedError where Kind == SourceRefusalReason {
     /// "no source named X (sources: …)".
     public static func unknown(_ name: String, among names: [String]) -> SourceRefusal {
         SourceRefusal(.unknown, "no source named \(name)" + (names.isEmpty ? " (there are none)" : " (sources: \(names.joined(separator: ", ")))"))

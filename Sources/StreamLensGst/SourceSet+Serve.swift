@@ -6,26 +6,20 @@ extension SourceSet {
     /// One control line (`ServeCommand`), answered with one line: "ok", "error: …", or what was
     /// asked for.
     public func execute(_ line: String) -> String {
-        do {
-            guard let command = try ServeCommand.parse(line) else { return "ok" }
+        ServeCommand.answer(line) { command in
             switch command {
-            case .help:
-                return ServeCommand.usage.replacingOccurrences(of: "\n", with: " ")
+            case .help: return ServeCommand.usage // answered by `answer` already
+            case .sources:
+                return String(decoding: try JSONEncoder.stable().encode(statuses()), as: UTF8.self)
             case .add(let name, let uri):
                 // One reply line: the first line of a pipeline's error (the log has it all).
                 return add(name: name, uri: uri).map { "error: \($0.message.split(separator: "\n").first ?? "")" } ?? "ok"
             case .remove(let name):
                 return remove(name: name).map { "error: \($0.message)" } ?? "ok"
-            case .sources:
-                return String(decoding: try JSONEncoder.stable().encode(statuses()), as: UTF8.self)
             case .source(let name, let inner):
                 guard let commands = commands(of: name) else { return "error: \(SourceRefusal.unknown(name, among: statuses().map(\.name)).message)" }
                 return commands.execute(inner)
             }
-        } catch let error as ControlError {
-            return "error: \(error.message)"
-        } catch {
-            return "error: \(error)"
         }
     }
 }

@@ -8,14 +8,10 @@ import Synchronization
 
 /// How a batcher has run, for summaries and tests.
 public struct BatchStatistics: Sendable, Equatable {
-    /// Inferences started: full batches and (after the timeout) partial ones.
-    public var batches = 0
-    /// Frames in them.
-    public var frames = 0
-    /// Batches the timeout started with fewer frames than the batch size (run frame by frame).
-    public var partial = 0
-    /// The most frames one batch held.
-    public var largest = 0
+    /// Inferences started (full batches and, after the timeout, partial ones) and the frames in
+    /// them; `partial`: those the timeout started with fewer frames than the batch size (run
+    /// frame by frame); `largest`: the most frames one batch held.
+    public var batches = 0, frames = 0, partial = 0, largest = 0
     /// The most stages that held a handle at once.
     public var streams = 0
     public var meanBatch: Double { batches == 0 ? 0 : Double(frames) / Double(batches) }

@@ -142,20 +142,10 @@ public final class ClassifyStage: Stage {
     /// Between frames: a model compiled for another device swapped in (the crops waiting go on
     /// with the model they were sent to), or refused.
     private func applyFinishedSwaps() {
-        var refusedAny = false
-        for done in swap.takeFinished() {
-            do {
-                let loaded = try done.result.get()
-                outputIndices = try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
-                model = loaded
-                options = done.configuration
-                notices.append(StageNotice(.info, String(format: "now classifying on %@ (compiled in %.0f ms)", options.device, done.milliseconds)))
-            } catch {
-                refusedAny = true
-                notices.append(StageNotice(.warning, "\(error); keeping \(options.device)", restore: ["device": .string(options.device)]))
-            }
+        swap.applyDeviceChanges(running: &options, notices: &notices, doing: "classifying") { loaded in
+            outputIndices = try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })
+            model = loaded
         }
-        swap.settled(running: options, refused: refusedAny)
     }
 
     public func process(_ frame: Frame) -> FrameOutcome {
@@ -291,10 +281,10 @@ public final class ClassifyStage: Stage {
             return notices.append(StageNotice(.warning, "lensclassify runs its model here; keeping \(options.device)", restore: ["device": .string(options.device)]))
         }
         let (models, request, manifestPath) = (models, modelRequest(next), manifestPath)
-        if swap.request(next, running: options, build: { _ in
+        swap.requestDevice(next.device, running: options, notices: &notices) { _ in
             try models.checkDevice(request.options.device)
             do { return try models.load(request) } catch let error as InferenceError { throw StageError("\(manifestPath): \(error.message)") }
-        }) { notices.append(StageNotice(.info, "compiling for \(next.device)…")) }
+        }
     }
 
     public func takeNotices() -> [StageNotice] { notices.take() + queue.takeNotices() }

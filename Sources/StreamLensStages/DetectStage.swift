@@ -73,24 +73,10 @@ public final class DetectStage: Stage {
         ]
     }
 
-    /// The properties that may change while playing, decoded once (at start and on each live
-    /// change).
-    struct LiveSettings {
-        var interval: Int
-        var maskSmoothing: Double
-        var draw: Bool
-        var corner: Bool
-        var painter: RegionPainter
-
-        init(_ settings: Settings) throws {
-            let coloring = try RegionPainter.coloring(property: settings.color)
-            interval = settings.interval
-            maskSmoothing = settings.maskSmoothing
-            draw = settings.draw
-            corner = settings.overlay
-            // lensdetect always drew boxes and captions, not keypoints.
-            painter = RegionPainter(coloring: coloring, thickness: Double(settings.thickness), keypoints: false)
-        }
+    /// How the boxes are drawn, from the live settings (decoded at start and on each change).
+    static func painter(_ settings: Settings) throws -> RegionPainter {
+        // lensdetect always drew boxes and captions, not keypoints.
+        RegionPainter(coloring: try RegionPainter.coloring(property: settings.color), thickness: Double(settings.thickness), keypoints: false)
     }
 
     private let manifest: ModelManifest
@@ -104,7 +90,7 @@ public final class DetectStage: Stage {
     private let swap: ModelSwap<InferenceOptions, (any ImageInference)?>
     private let crop: CropMode
     private var settings: Settings
-    private var live: LiveSettings
+    private var painter: RegionPainter
     /// Local (OpenVINO here) or remote (device=remote): the same asynchronous path.
     private var model: (any ImageInference)?
     /// Frames waiting for their inference, in order (local infer requests or a server's).
@@ -136,7 +122,7 @@ public final class DetectStage: Stage {
     public init(settings: Settings, models: ModelLoader) throws {
         self.settings = settings
         self.models = models
-        live = try LiveSettings(settings)
+        painter = try Self.painter(settings)
         manifestPath = settings.model
         manifest = try ModelManifest.load(path: manifestPath)
         guard var parameters = manifest.decoder.detector else {
@@ -210,7 +196,7 @@ public final class DetectStage: Stage {
         applyFinishedSwaps()
         guard let model, let geometry else { return .forward }
         let waiting = Waiting(frame: frame, geometry: geometry, outputs: outputIndices, arrived: DispatchTime.now().uptimeNanoseconds)
-        if frame.index % live.interval == 0 {
+        if frame.index % settings.interval == 0 {
             do {
                 try frame.pixels.withBytes { try queue.submit(model, pixels: $0, context: waiting) }
             } catch {
@@ -263,7 +249,7 @@ public final class DetectStage: Stage {
     /// blend. Labels with several regions (instances) are left as they are: which earlier mask
     /// is whose is a tracker's question.
     private func steadied(_ regions: [RegionOfInterest]) -> [RegionOfInterest] {
-        guard live.maskSmoothing > 0, regions.contains(where: { $0.mask != nil }) else {
+        guard settings.maskSmoothing > 0, regions.contains(where: { $0.mask != nil }) else {
             earlierMasks = [:]
             return regions
         }
@@ -272,7 +258,7 @@ public final class DetectStage: Stage {
         for i in out.indices where counts[out[i].labelId] == 1 {
             guard let mask = out[i].mask else { continue }
             if let e = earlierMasks[out[i].labelId] {
-                let (union, blended) = mask.blended(over: out[i].box, with: e.mask, over: e.box, weight: 1 - live.maskSmoothing)
+                let (union, blended) = mask.blended(over: out[i].box, with: e.mask, over: e.box, weight: 1 - settings.maskSmoothing)
                 let (box, trimmed) = blended.trimmed(over: union) ?? (union, blended)
                 out[i].box = box
                 out[i].mask = trimmed
@@ -289,10 +275,10 @@ public final class DetectStage: Stage {
         found += last.count
         for region in last { frame.pixels.addRegionOfInterest(region) }
         frameRate.frameArrived()
-        if (live.draw && !last.isEmpty) || live.corner {
-            let corner = live.corner ? frameRate.cornerText(age: frame.ageOnArrival,
+        if (settings.draw && !last.isEmpty) || settings.overlay {
+            let corner = settings.overlay ? frameRate.cornerText(age: frame.ageOnArrival,
                                                             extra: String(format: "inference %.1f ms", inferenceTimes.last ?? 0)) : nil
-            live.painter.paint(live.draw ? last : [], on: frame, corner: corner)
+            painter.paint(settings.draw ? last : [], on: frame, corner: corner)
         }
         if let metadata { notices += metadata.write(last, frame: frame) }
         let inStage = Double(DispatchTime.now().uptimeNanoseconds - arrived) / 1e6
@@ -309,13 +295,13 @@ public final class DetectStage: Stage {
 
     /// The drawing settings, and a device this machine has (compiling for it is left to the change).
     public static func checkLiveChange(_ settings: Settings, changing: Set<String>) throws {
-        _ = try LiveSettings(settings)
+        _ = try painter(settings)
         if changing.contains("device") { try ModelLoader.process.checkDevice(settings.inference.device) }
     }
 
     public func settingsChanged(_ settings: Settings) {
         do {
-            live = try LiveSettings(settings)
+            painter = try Self.painter(settings)
         } catch {
             notices.append(StageNotice(.warning, "\(error); keeping the previous settings"))
             return
@@ -328,27 +314,17 @@ public final class DetectStage: Stage {
         next.device = settings.inference.device
         let (models, manifestPath) = (models, manifestPath)
         let request = format.flatMap { try? modelRequest($0, options: next).0 }
-        if swap.request(next, running: options, build: { next in
+        swap.requestDevice(next.device, running: options, notices: &notices) { next in
             try models.checkDevice(next.device)
             do { return try request.map { try models.load($0) } } catch let error as InferenceError { throw StageError("\(manifestPath): \(error.message)") }
-        }) { notices.append(StageNotice(.info, "compiling for \(next.device)…")) }
+        }
     }
 
     /// Between frames: a model compiled for another device swapped in, or refused.
     private func applyFinishedSwaps() {
-        var refusedAny = false
-        for done in swap.takeFinished() {
-            do {
-                let loaded = try done.result.get()
-                if let loaded { (model, outputIndices) = (loaded, try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })) }
-                options = done.configuration
-                notices.append(StageNotice(.info, String(format: "now detecting on %@ (compiled in %.0f ms)", options.device, done.milliseconds)))
-            } catch {
-                refusedAny = true
-                notices.append(StageNotice(.warning, "\(error); keeping \(options.device)", restore: ["device": .string(options.device)]))
-            }
+        swap.applyDeviceChanges(running: &options, notices: &notices, doing: "detecting") { loaded in
+            if let loaded { (model, outputIndices) = (loaded, try decoder.bind(loaded.outputs.map { ModelOutput(name: $0.name, shape: $0.shape) })) }
         }
-        swap.settled(running: options, refused: refusedAny)
     }
 
     private var format: VideoFormat?

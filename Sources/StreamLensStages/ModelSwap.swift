@@ -1,5 +1,6 @@
 import Foundation
 import StreamLensCore
+import StreamLensInference
 import Synchronization
 
 /// A model stage's live change of what it runs (another model, style, device or precision):
@@ -73,5 +74,34 @@ final class ModelSwap<Configuration: Equatable & Sendable, Loaded> {
         queued = nil
         wanted = next.configuration
         if next.configuration != running { start(next.configuration, next.build) }
+    }
+}
+
+/// The live change lensdetect and lensclassify make: the device their model is compiled for.
+extension ModelSwap where Configuration == InferenceOptions {
+    /// Asks for the model compiled for `device` (`build` compiles it, on its own thread), saying
+    /// so once the compile starts.
+    func requestDevice(_ device: String, running: InferenceOptions, notices: inout [StageNotice], build: @escaping Build) {
+        var next = running
+        next.device = device
+        if request(next, running: running, build: build) { notices.append(StageNotice(.info, "compiling for \(device)…")) }
+    }
+
+    /// Between frames: each compiled model handed to `install` (which throws to refuse it) and
+    /// `running` moved to its device, or refused with the device kept; one notice each, `doing`
+    /// naming the work ("detecting").
+    func applyDeviceChanges(running: inout InferenceOptions, notices: inout [StageNotice], doing: String, install: (Loaded) throws -> Void) {
+        var refusedAny = false
+        for done in takeFinished() {
+            do {
+                try install(try done.result.get())
+                running = done.configuration
+                notices.append(StageNotice(.info, String(format: "now %@ on %@ (compiled in %.0f ms)", doing, running.device, done.milliseconds)))
+            } catch {
+                refusedAny = true
+                notices.append(StageNotice(.warning, "\(error); keeping \(running.device)", restore: ["device": .string(running.device)]))
+            }
+        }
+        settled(running: running, refused: refusedAny)
     }
 }

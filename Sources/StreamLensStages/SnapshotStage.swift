@@ -74,18 +74,19 @@ public final class SnapshotStage: Stage {
 
     /// The settings checked and decoded, at start.
     struct Snapping {
+        /// The settings as given; what they say that needs checking or decoding follows.
+        let given: Settings
         var triggers: Set<Trigger>
         var zoneEvents: Set<String>?
         var labels: LabelFilter
-        var intervalNanoseconds: UInt64
-        var crop: Bool
-        var margin: Double
         var pattern: FilePattern
-        var quality: Int
-        var minGapNanoseconds: UInt64
         var maxFolderBytes: Int
+        var crop: Bool { given.what == .crop }
+        var intervalNanoseconds: UInt64 { UInt64((given.interval * 1e9).rounded()) }
+        var minGapNanoseconds: UInt64 { UInt64((given.minGap * 1e9).rounded()) }
 
         init(_ settings: Settings) throws {
+            given = settings
             let on = commaList(settings.on)
             guard !on.isEmpty else { throw StageError("property on is empty: name one or more of \(Trigger.allCases.map(\.rawValue).joined(separator: ", "))") }
             triggers = []
@@ -104,13 +105,8 @@ public final class SnapshotStage: Stage {
             }
             zoneEvents = events.isEmpty ? nil : Set(events)
             labels = LabelFilter(text: settings.labels)
-            intervalNanoseconds = UInt64((settings.interval * 1e9).rounded())
-            crop = settings.what == .crop
-            margin = settings.margin
             pattern = try FilePattern(settings.path, property: "path", extensions: ["jpg", "jpeg"], fields: ["frame", "id", "label", "event", "n"],
                                       example: "snapshots/%Y%m%d-%H%M%S-{id}.jpg")
-            quality = settings.quality
-            minGapNanoseconds = UInt64((settings.minGap * 1e9).rounded())
             maxFolderBytes = try Self.bytes(settings.maxFolderBytes)
         }
 
@@ -160,11 +156,11 @@ public final class SnapshotStage: Stage {
         // with its reason (and the plugin is loaded before the first snapshot).
         do {
             _ = try JPEGEncoder.encode(pixels: [UInt8](repeating: 128, count: 16 * 16 * 4), pixelFormat: "BGRx", width: 16, height: 16,
-                                       quality: self.settings.quality)
+                                       quality: self.settings.given.quality)
         } catch {
             throw StageError("cannot encode JPEG pictures: \(error)")
         }
-        writer = SnapshotWriter(quality: self.settings.quality, maxFolderBytes: self.settings.maxFolderBytes, pattern: self.settings.pattern.text)
+        writer = SnapshotWriter(quality: self.settings.given.quality, maxFolderBytes: self.settings.maxFolderBytes, pattern: self.settings.pattern.text)
     }
 
     public func formatChanged(_ format: VideoFormat) throws {
@@ -251,7 +247,7 @@ public final class SnapshotStage: Stage {
         var rect = SnapshotRecord.Rect(x: 0, y: 0, width: f.width, height: f.height)
         var isCrop = false
         if let r = shot.region {
-            let grow = settings.margin * max(r.width, r.height)
+            let grow = settings.given.margin * max(r.width, r.height)
             let x0 = max(0, Int((r.x - grow).rounded(.down))), y0 = max(0, Int((r.y - grow).rounded(.down)))
             let x1 = min(f.width, Int((r.x + r.width + grow).rounded(.up))), y1 = min(f.height, Int((r.y + r.height + grow).rounded(.up)))
             // A box wholly outside the frame (a prediction gone past the edge): the frame instead.

@@ -24,27 +24,23 @@ public final class TrackStage: Stage {
 
     public struct Settings: StageSettings {
         public var tracker = TrackerRegistry.trackers[0].name
-        public var highScore = 0.5
-        public var lowScore = 0.1
-        public var matchIoU = 0.2
-        public var minHits = 3
-        public var maxAge = 30
-        public var perClass = true
+        /// The tracker's own settings (`lowMatchIoU` follows `matchIoU`: see `Tracking`).
+        public var tuning = TrackerSettings()
         public var labels = ""
         public init() {}
 
         public static let properties: [Property<Settings>] = [
             .choice("tracker", \.tracker, TrackerRegistry.names,
                     help: "how objects are followed: " + TrackerRegistry.trackers.map { "\($0.name), \($0.help)" }.joined(separator: "; ")),
-            .double("high-score", \.highScore, 0...1, live: true, help: "bytetrack only: detections scoring at least this are matched first and may start tracks"),
-            .double("low-score", \.lowScore, 0...1, live: true,
+            .double("high-score", \.tuning.highScore, 0...1, live: true, help: "bytetrack only: detections scoring at least this are matched first and may start tracks"),
+            .double("low-score", \.tuning.lowScore, 0...1, live: true,
                     help: "bytetrack only: weaker detections (down to this) only continue tracks found on the last frame (an object partly hidden); below it they are ignored"),
-            .double("match-iou", \.matchIoU, 0.01...1, live: true,
+            .double("match-iou", \.tuning.matchIoU, 0.01...1, live: true,
                     help: "minimum overlap (IoU) of a track's box (bytetrack: its predicted box) and a detection to pair them"),
-            .int("min-hits", \.minHits, 1...100, live: true, help: "detections before a track is confirmed and gets its id"),
-            .int("max-age", \.maxAge, 0...10000, live: true,
+            .int("min-hits", \.tuning.minHits, 1...100, live: true, help: "detections before a track is confirmed and gets its id"),
+            .int("max-age", \.tuning.maxAge, 0...10000, live: true,
                  help: "frames a confirmed track lives on without a detection (reported where the tracker expects it, then forgotten)"),
-            .bool("per-class", \.perClass, live: true, help: "a track pairs only with detections of its own label"),
+            .bool("per-class", \.tuning.perClass, live: true, help: "a track pairs only with detections of its own label"),
             LabelFilter.property(\.labels, "track only regions with these labels (others pass untouched)", live: true),
         ]
     }
@@ -60,17 +56,11 @@ public final class TrackStage: Stage {
                 throw StageError("property tracker=\(settings.tracker) is not one of \(TrackerRegistry.names.joined(separator: ", "))")
             }
             self.kind = kind
-            var t = TrackerSettings()
-            t.highScore = settings.highScore
-            t.lowScore = settings.lowScore
+            var t = settings.tuning
             guard t.lowScore <= t.highScore else {
                 throw StageError("property low-score=\(t.lowScore) is above high-score=\(t.highScore)")
             }
-            t.matchIoU = settings.matchIoU
             t.lowMatchIoU = max(t.matchIoU, 0.5)
-            t.minHits = settings.minHits
-            t.maxAge = settings.maxAge
-            t.perClass = settings.perClass
             tracker = t
             labels = LabelFilter(text: settings.labels)
         }

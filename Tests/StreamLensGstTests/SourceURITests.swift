@@ -15,7 +15,7 @@ import Testing
         for hostile in ["file:///tmp/x\\", #"file:///tmp/x\" ! fakesink name="y"#, "file:///a b", "file:///a\tb", "file:///a\u{1B}[2Jb",
                         "file:///x\n! fakesink", "file:///\"quoted\"", "file:///a'b", "file:///a!b", "file:///a\u{7F}b"] {
             let refusal = set.add(name: "h", uri: hostile)
-            #expect(refusal?.reason == .invalid, "\(hostile.debugDescription): \(String(describing: refusal))")
+            #expect(refusal?.kind == .invalid, "\(hostile.debugDescription): \(String(describing: refusal))")
             #expect(refusal.map { !$0.message.contains("\n") } == true, "a refusal is one line: \(String(describing: refusal?.message))")
         }
         #expect(set.count == 0)

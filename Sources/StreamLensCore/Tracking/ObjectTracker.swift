@@ -51,18 +51,15 @@ public enum TrackerRegistry {
 
 /// What a tracker is told. Not every tracker reads every field: each says which it uses.
 public struct TrackerSettings: Sendable, Equatable {
-    /// bytetrack: detections scoring at least this are matched first and may start tracks.
-    public var highScore = 0.5
-    /// bytetrack: weaker detections down to this only continue tracks.
-    public var lowScore = 0.1
-    /// Minimum IoU between a track's box and a detection to pair them.
-    public var matchIoU = 0.2
-    /// bytetrack: minimum IoU for a weak detection (a closer fit).
-    public var lowMatchIoU = 0.5
-    /// Detections before a track is confirmed and gets its id.
-    public var minHits = 3
-    /// Frames a confirmed track lives on without a detection, then forgotten.
-    public var maxAge = 30
+    /// bytetrack: detections scoring at least `highScore` are matched first and may start
+    /// tracks; weaker ones down to `lowScore` only continue tracks.
+    public var highScore = 0.5, lowScore = 0.1
+    /// Minimum IoU between a track's box and a detection to pair them; bytetrack's weak
+    /// detections need `lowMatchIoU` (a closer fit).
+    public var matchIoU = 0.2, lowMatchIoU = 0.5
+    /// A track is confirmed (gets its id) after `minHits` detections, and lives on `maxAge`
+    /// frames without one, then is forgotten.
+    public var minHits = 3, maxAge = 30
     /// A track pairs only with detections of its own label.
     public var perClass = true
     public init() {}
