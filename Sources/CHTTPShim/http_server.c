@@ -92,7 +92,7 @@ static void arm(Connection *c, unsigned seconds) {
     if (!c) return;
     disarm(c);
     // Milliseconds, not g_timeout_source_new_seconds: GLib rounds a seconds timeout to a whole
-    // second shared with other timers, so a 2 s deadline fired after 1.88 s (a test saw it).
+    // second shared with other timers, so such a deadline may fire a fraction of a second early.
     c->deadline = g_timeout_source_new((guint)MIN(seconds, G_MAXUINT / 1000) * 1000);
     g_source_set_callback(c->deadline, deadline_passed, c, NULL);
     g_source_attach(c->deadline, c->server->context);

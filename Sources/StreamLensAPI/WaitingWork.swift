@@ -6,7 +6,8 @@ import Foundation
 /// candidates; the next frame at a point), each on a thread of its own, at most `limit` at once;
 /// beyond that the request is answered 503 with Retry-After at once. Not a GCD queue: on Linux
 /// its pool is about as wide as the machine's cores and a block waiting on a semaphore holds a
-/// worker, so two sources starting held up every other such answer (3 s for a refusal, here).
+/// worker, so as many sources starting as there are cores would hold up every other such
+/// answer, a refusal included.
 final class WaitingWork: Sendable {
     let limit: Int
     private let running = Atomic<Int>(0)

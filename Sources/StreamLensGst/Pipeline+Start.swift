@@ -8,8 +8,8 @@ extension Pipeline {
     /// logged); nil when nothing is seen.
     func refusalBeforeStart() -> Outcome? {
         // An MP4 cut off before its index is refused before it plays. qtdemux would say so too,
-        // but decodebin drops the errors of an element it is still setting up, and then the run
-        // waits for the start timeout (1 run in ~30 here, GStreamer 1.22).
+        // but decodebin may drop the errors of an element it is still setting up, and then the
+        // run waits for the start timeout instead of failing at once.
         for element in allElements() where sl_element_factory_name(element).map({ String(cString: $0) }) == "filesrc" {
             guard let file = takeString(sl_object_get_as_string(element, "location")), Self.isMP4WithoutIndex(file) else { continue }
             let message = "\(objectName(element)): " + Self.noIndexMessage(file)

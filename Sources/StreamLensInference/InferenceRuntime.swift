@@ -6,16 +6,13 @@ import Synchronization
 // threads each compiled model gets, and which precision `precision=auto` settled on. Plain
 // Swift; a backend applies it (StreamLensOpenVINO compiles with the plan's threads).
 //
-// Why this design (measured on the 2-vCPU machines these were written on; README "Several
-// models in one process"): OpenVINO's CPU plugin pins its inference threads to cores by default,
-// and every compiled model starts its pinning at core 0, so models that run at the same time —
-// in one process or in several — queue on the same core. Three of our stylizers at once, one
-// compiled model each (Python API, 320x184, AMD EPYC): pinned with OpenVINO's default threads
-// 13.4 inferences/s, pinned with one thread each 13.1/s, unpinned with OpenVINO's threads 22.4/s,
-// unpinned with one thread each 28.6/s; one stylizer alone: 22.0/s with both cores, 13.1/s with
-// one. So: never pin, and give each model that runs at the same time its share of the cores
-// (threads = cores / models, at least one), which is also what lets separate StreamLens
-// processes run side by side. One model alone still gets every core.
+// Why this design: OpenVINO's CPU plugin pins its inference threads to cores by default, and
+// every compiled model starts its pinning at core 0, so models that run at the same time — in
+// one process or in several — queue on the same core while the others idle; and models that
+// each take every core's worth of threads get in each other's way. So: never pin, and give each
+// model that runs at the same time its share of the cores (threads = cores / models, at least
+// one), which is also what lets separate StreamLens processes run side by side. One model alone
+// still gets every core. (docs/inference.md, "Several models in one process".)
 
 /// A model stage that will run a local model: counted by `ThreadPlan` while the token lives.
 public final class ModelUse: Sendable {
@@ -94,9 +91,8 @@ public struct ThreadPlan: Sendable, Hashable, CustomStringConvertible {
     ///
     /// `throughput` (`streamlens serve`: the stages that will share a model come one source at a
     /// time, after it is compiled): one stream per core with a thread each, so that the requests
-    /// of many sources run side by side instead of one after another on one stream. Measured
-    /// (bench-streams, 8 live sources of face detection, 2 vCPUs): one stream of 2 threads
-    /// delivered 216 fps in all, behind 8 processes' 234.
+    /// of many sources run side by side instead of one after another on one stream, as they
+    /// would in separate processes (`make bench-streams` compares the two).
     public static func plan(device: String, threads requested: Int?, cores: Int, models: Int, sharing: Int, throughput: Bool = false) -> ThreadPlan {
         guard device == "CPU" else { return ThreadPlan(threads: requested.flatMap { $0 > 0 ? $0 : nil }, streams: 1, pinning: nil, explicit: true) }
         if let t = requested, t > 0 { return ThreadPlan(threads: t, streams: 1, pinning: false, explicit: true) }
@@ -145,8 +141,9 @@ public struct PrecisionDecision: Codable, Sendable, Equatable {
 
     /// How much faster than f32 a lower precision must measure to be chosen: f32 is the
     /// model's own arithmetic, so a tie (or a gain within the timing's noise) keeps it; 3 % keeps
-    /// auto within the issue's 5 % of the best fixed precision. (The ties first seen here, f16
-    /// 48.4 vs f32 48.4 ms, were f32's blob timed twice: see the cache note in compileOnce.)
+    /// auto within the 5 % of the best fixed precision that `make bench-precision` holds it to.
+    /// (Two precisions timed exactly alike are one compiled blob timed twice: see the cache note
+    /// in compileOnce.)
     public static let lowerPrecisionMargin = 0.03
 
     /// The fastest of `milliseconds`, where a precision other than f32 has to beat f32 by

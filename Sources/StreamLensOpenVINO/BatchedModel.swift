@@ -27,10 +27,10 @@ public struct BatchStatistics: Sendable, Equatable {
 /// others: then the frames there run.
 ///
 /// A partial batch runs frame by frame on the batch-1 compiled model (its requests read their
-/// slices of the batch tensor in place), not padded to N: on 2 vCPUs the short-range face model
-/// took 2.8 ms for one frame and 9.8 ms for a batch of 4 (Python API, f32, 2 threads), so a lone
-/// frame padded to 4 would cost 3.5 times its own inference; a dynamic batch (1…4) cost 4.8 ms
-/// for one frame (README "Batching across streams").
+/// slices of the batch tensor in place), not padded to N: on a CPU a batch of N costs most of N
+/// frames' inference, so a lone frame padded to N would pay for the frames that are not there,
+/// and a dynamic batch (1…N) costs a lone frame more than the batch-1 model does
+/// (docs/inference.md, "Batching across streams").
 ///
 /// The timeout is a timer, not a deadline checked by the next submitter: a stream's last frame,
 /// or a lone stream's frame whose successor comes 33 ms later, has no next submitter. Timers

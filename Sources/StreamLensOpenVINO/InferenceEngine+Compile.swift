@@ -86,8 +86,9 @@ extension InferenceEngine {
         try withLayout("NHWC") { try check(ov_preprocess_input_tensor_info_set_layout(tensorInfo, $0), "ov_preprocess_input_tensor_info_set_layout") }
         try check(ov_preprocess_input_tensor_info_set_color_format(tensorInfo, colorFormat), "ov_preprocess_input_tensor_info_set_color_format")
         // Letterbox padding is done by placing the frame's rows into a zeroed buffer of the padded
-        // size (a copy, no resampling): OpenVINO pads only f32 tensors, and converting a whole
-        // 720p frame to f32 before resizing cost twice the inference (8 ms vs 3.5 ms a frame).
+        // size (a copy, no resampling): OpenVINO pads only f32 tensors, and converting the whole
+        // frame to f32 before resizing works on every frame pixel, costing more than a small
+        // model's inference.
         var padding = (top: 0, left: 0, bottom: 0, right: 0)
         if case let .pad(top, left, bottom, right) = region { padding = (top, left, bottom, right) }
         let tensorHeight = frame.height + padding.top + padding.bottom, tensorWidth = frame.width + padding.left + padding.right
@@ -95,9 +96,9 @@ extension InferenceEngine {
 
         let steps = try handle("ov_preprocess_input_info_get_preprocess_steps") { ov_preprocess_input_info_get_preprocess_steps(inputInfo, $0) }
         defer { ov_preprocess_preprocess_steps_free(steps) }
-        // Crop and resize first, on u8; colour conversion and f32 only at the model's size. (Colour
-        // conversion of the whole 720p frame before resizing made pre-processing cost 3x the
-        // model: 6.9 ms a frame letterboxed, 2.3 ms in this order.)
+        // Crop and resize first, on u8; colour conversion and f32 only at the model's size, so
+        // they work on the input's pixels, not on the whole frame's (which, for a small model,
+        // would cost more than the model).
         if case let .crop(x, y, width, height) = region {
             var begin: [Int32] = [0, Int32(y), Int32(x), 0]
             var end: [Int32] = [Int32(batch), Int32(y + height), Int32(x + width), Int32(frame.channels)]
@@ -129,8 +130,8 @@ extension InferenceEngine {
         if let pinning = plan.pinning { pairs.append(("ENABLE_CPU_PINNING", pinning ? "YES" : "NO")) }
         // A directory of blobs for each precision: OpenVINO's model cache (2026.4, CPU) does not
         // key a blob by INFERENCE_PRECISION_HINT. The same model compiled at f16 after f32 in one
-        // CACHE_DIR loaded the f32 blob (LOADED_FROM_CACHE, f32's speed) while reporting f16, so
-        // a pinned precision could run another and precision=auto timed one blob twice.
+        // CACHE_DIR loads the f32 blob (LOADED_FROM_CACHE, f32's speed) while reporting f16, so
+        // a pinned precision could run another and precision=auto would time one blob twice.
         if let c = options.cacheDirectory { pairs.append(("CACHE_DIR", c + "/" + (precision ?? "default"))) }
         var compiled: OpaquePointer?
         try withProperties(pairs) { count, properties in

@@ -17,9 +17,9 @@ extension InferenceEngine {
     }
 
     /// Compiles with the precision asked for; for "auto" on the CPU, with the faster of the
-    /// candidates the CPU runs (measured here on the model's own input shape, a few inferences
-    /// each, interleaved, or read from an earlier start's decision). Returns the compiled model
-    /// and what to say about its precision.
+    /// candidates the CPU runs (timed in this process on the model's own input shape, a few
+    /// inferences each, interleaved, or read from an earlier start's decision). Returns the
+    /// compiled model and what to say about its precision.
     func compileChoosingPrecision(_ built: OpaquePointer, options: InferenceOptions, plan: ThreadPlan, tensorShape: [Int],
                                   elementType: ov_element_type_e, imageInput: Int, label path: String) throws -> (OpaquePointer, String) {
         guard options.precision == "auto" else {
@@ -76,8 +76,9 @@ extension InferenceEngine {
     /// Median milliseconds of one inference of each compiled model on a zero frame: one warm-up,
     /// then rounds taking one inference of each in turn (so a load that comes and goes weighs on
     /// all alike) — at least `minimumRounds`, and more until each candidate has run for
-    /// `minimumMilliseconds` (at most `maximumRounds`): five rounds of a 3 ms detector flipped
-    /// between f32 and f16 from one start to the next on the Xeon; a 100 ms style stops at five.
+    /// `minimumMilliseconds` (at most `maximumRounds`): five rounds of a model of a few
+    /// milliseconds are too few for the same choice from one start to the next, while a slow
+    /// model (a style) has run long enough after five.
     func medianMilliseconds(_ runs: [(precision: String, compiled: OpaquePointer)], tensorShape: [Int], elementType: ov_element_type_e, imageInput: Int,
                                     minimumRounds: Int = 5, maximumRounds: Int = 100, minimumMilliseconds: Double = 300) throws -> [String: Double] {
         var requests: [OpaquePointer] = []

@@ -77,7 +77,7 @@ public final class InferenceEngine: @unchecked Sendable {
     public func checkDevice(_ device: String) throws {
         let base = String(device.prefix { $0 != ":" && $0 != "." })
         // The CPU plugin is part of the wheel: asking for the device list would load every
-        // plugin (GPU, NPU: each probes for its hardware), ~10 ms of every start here.
+        // plugin (GPU, NPU: each probes for its hardware), a cost on every start for nothing.
         if ["AUTO", "MULTI", "HETERO", "BATCH", "CPU"].contains(base) { return }
         let available = try availableDevices()
         guard available.contains(where: { $0 == device || $0.hasPrefix(base + ".") || $0 == base }) else {

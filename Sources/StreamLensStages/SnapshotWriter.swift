@@ -106,8 +106,7 @@ final class SnapshotWriter: Sendable {
 
     /// False, counted, when there is no room: `maxPending` snapshots waiting (live), or
     /// `maxPendingBytes` of pixels (a file). Never waits: a stage worker blocked here while the
-    /// pipeline starts made the bridge's start-up deadlock (stage_element.c, sl_change_state)
-    /// happen, 3 runs in 60 on a busy core.
+    /// pipeline starts can deadlock the bridge's start-up (stage_element.c, sl_change_state).
     @discardableResult
     func submit(_ job: Job, live: Bool) -> Bool {
         queue.submit(bytes: job.pixels.count, overflowBytes: live ? 0 : Self.maxPendingBytes) { [self] _ in store(job) } == .queued
