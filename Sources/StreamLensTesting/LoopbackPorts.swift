@@ -40,3 +40,15 @@ public func waitUntilListening(port: Int, timeout: Double) -> Bool {
     } while Date() < deadline
     return false
 }
+
+/// `count` different ports from freeLoopbackPort, for a test that starts several servers side by
+/// side (a camera and a relay of it, two servers at once).
+public func freeLoopbackPorts(_ count: Int) -> [Int] {
+    var ports: [Int] = []
+    while ports.count < count {
+        let port = freeLoopbackPort()
+        // 0 (no socket to ask with) is passed on: the server refuses it, and the test says so.
+        if port == 0 || !ports.contains(port) { ports.append(port) }
+    }
+    return ports
+}

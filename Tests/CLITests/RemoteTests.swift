@@ -1,14 +1,16 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// device=remote against a real Open Inference Protocol server: NVIDIA's tritonserver (from the
 /// nvidia-pytriton wheel, .deps/triton-venv, made by `make setup`) serving the same model files
-/// through OpenVINO's Python API, on loopback, started here (tools/remote/serve.py).
+/// through OpenVINO's Python API, on loopback, started here (tools/remote/serve.py), each on a
+/// port the kernel had free (freeLoopbackPort), never a fixed one.
 @Suite(.serialized) struct RemoteTests {
     /// A server for one test (a start costs ~7 s): the full-range detector and the mosaic
     /// style, f32 like the local runs they are compared with.
     static func server() throws -> InferenceServer {
-        try InferenceServer(port: 18_981, models: [
+        try InferenceServer(port: freeLoopbackPort(), models: [
             "face-full-range": CLI.installedModel("mediapipe-face-detection", "face_detection_full_range_sparse.tflite"),
             "mosaic": "Models/mosaic.onnx",
         ])
@@ -63,11 +65,13 @@ import Testing
     @Test func badServersAndModelsAreClearErrors() throws {
         let server = try Self.server()
         let source = "videotestsrc num-buffers=5 ! videoconvert ! video/x-raw,format=BGRx"
+        // A port the kernel had free, where nothing listens: the connection is refused.
+        let refused = freeLoopbackPort()
         let cases: [(String, String)] = [
             ("lensdetect device=remote", "device=remote needs server=http://HOST:PORT"),
             ("lensdetect device=remote server=ftp://x", "server=ftp://x is not an http://HOST:PORT address"),
             ("lensdetect device=remote server=https://x:8000", "StreamLens speaks plain HTTP to inference servers"),
-            ("lensdetect device=remote server=http://127.0.0.1:18989", "http://127.0.0.1:18989 cannot be reached: connection refused"),
+            ("lensdetect device=remote server=http://127.0.0.1:\(refused)", "http://127.0.0.1:\(refused) cannot be reached: connection refused"),
             ("lensdetect device=remote server=\(server.url) remote-model=nope", "\(server.url) does not serve model nope (HTTP 404"),
             // The short-range manifest (128x128) against the full-range model (192x192).
             ("lensdetect device=remote server=\(server.url) remote-model=face-full-range", "takes input input_1 as [-1, 192, 192, 3], but the manifest says 128x128 NHWC"),
@@ -83,7 +87,7 @@ import Testing
     /// A live stream keeps going while the server is killed (its whole process group, SIGKILL),
     /// frames pass without boxes, and boxes come back when a server returns on the same port.
     @Test func serverKilledMidStreamAndBack() throws {
-        let port = 18_983
+        let port = freeLoopbackPort() // kept: the server comes back on it
         var server: InferenceServer? = try InferenceServer(port: port, models: ["face-short-range": CLI.installedModel("mediapipe-face-detection", "face_detection_short_range.tflite")])
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -97,19 +101,19 @@ import Testing
             while Date() < deadline { if condition() { return true }; usleep(100_000) }
             return condition()
         }
-        #expect(waitUntil(20) { faceCounts().filter { $0 == 1 }.count >= 15 }, "no faces found: \(run.stderr)")
+        #expect(waitUntil(20) { faceCounts().filter { $0 == 1 }.count >= 15 }, "not 15 frames with a face in 20 s: faces per frame \(faceCounts().suffix(40)); \(run.stderr)")
         server?.kill()
         server = nil
         let killedAt = faceCounts().count
         #expect(run.waitFor("cannot be reached", timeout: 10), "\(run.stderr)")
-        #expect(waitUntil(10) { faceCounts().count > killedAt + 30 }, "frames stopped while the server was away")
+        #expect(waitUntil(10) { faceCounts().count > killedAt + 30 }, "frames stopped while the server was away: \(killedAt) at the kill, \(faceCounts().count) 10 s later; \(run.stderr)")
         let during = faceCounts().suffix(20)
         #expect(during.allSatisfy { $0 == 0 }, "boxes while the server was away: \(during)")
         #expect(run.isRunning)
         server = try InferenceServer(port: port, models: ["face-short-range": CLI.installedModel("mediapipe-face-detection", "face_detection_short_range.tflite")])
         #expect(run.waitFor("answers again", timeout: 20), "\(run.stderr)")
         let back = faceCounts().count
-        #expect(waitUntil(10) { faceCounts().count > back + 15 })
+        #expect(waitUntil(10) { faceCounts().count > back + 15 }, "frames after the server came back: \(back) then, \(faceCounts().count) 10 s later; \(run.stderr)")
         #expect(faceCounts().suffix(10).allSatisfy { $0 == 1 }, "no boxes after the server came back: \(faceCounts().suffix(10))")
         let end = run.stop(signal: SIGINT)
         #expect(end.status == 0, "\(end.stderr)")

@@ -5,7 +5,7 @@ import Testing
 /// `streamlens serve`: many sources in one process, one pipeline each, added and removed over
 /// the control socket while the others run. Real cameras (other `streamlens run … lensrtsp`
 /// processes) and real clips; every wait is for what a process says, bounded, never a schedule.
-/// Ports 18630…18639.
+/// Every server gets a port the kernel had free (freeLoopbackPort), never a fixed one.
 @Suite(.serialized) struct ServeTests {
     /// One line sent to the control socket, the reply line back — by Python's socket module, as
     /// a user's script would. Nothing (an empty reply) when none came within `timeout`.
@@ -57,6 +57,14 @@ import Testing
         return false
     }
 
+    /// What `sources` says now, in a line: what a wait on it shows when it gives up.
+    static func seen(_ socket: String) -> String {
+        guard let list = try? sources(socket) else { return "sources: no answer" }
+        return "sources: " + list.values.sorted { $0.name < $1.name }.map { s in
+            "\(s.name) \(s.state), \(s.frames) frames, \(s.restarts) restarts" + (s.error.map { " (\($0))" } ?? "")
+        }.joined(separator: "; ")
+    }
+
     static func waitForSocket(_ path: String, _ server: Background) -> Bool {
         for _ in 0..<600 where server.isRunning {
             if FileManager.default.fileExists(atPath: path) { return true }
@@ -78,21 +86,23 @@ import Testing
     @Test func aKilledCameraCostsTheOthersNothing() throws {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        var flaky = try Self.startCamera(port: 18630)
-        let steady = try Self.startCamera(port: 18631) // three sources watch this one (a shared media)
+        // door's camera is killed and started again on the port it had: the port is kept.
+        let ports = freeLoopbackPorts(2), flakyPort = ports[0], steadyPort = ports[1]
+        var flaky = try Self.startCamera(port: flakyPort)
+        let steady = try Self.startCamera(port: steadyPort) // three sources watch this one (a shared media)
         let socket = dir.appendingPathComponent("serve.sock").path
         // The shipped template: camera → watchdog → faces → DIR/NAME.jsonl.
         var environment = ProcessInfo.processInfo.environment
         for (name, value) in ["TIMEOUT": "2", "BACKOFF": "0.5", "MAX_BACKOFF": "1", "JITTER": "0", "OUT": dir.path] {
             environment["STREAMLENS_VAR_" + name] = value
         }
-        let serve = try Background.streamlens(["serve", "camera-faces", "door=rtsp://127.0.0.1:18630/cam", "hall=rtsp://127.0.0.1:18631/cam",
-                                               "yard=rtsp://127.0.0.1:18631/cam", "gate=rtsp://127.0.0.1:18631/cam", "--control", socket],
+        let serve = try Background.streamlens(["serve", "camera-faces", "door=rtsp://127.0.0.1:\(flakyPort)/cam", "hall=rtsp://127.0.0.1:\(steadyPort)/cam",
+                                               "yard=rtsp://127.0.0.1:\(steadyPort)/cam", "gate=rtsp://127.0.0.1:\(steadyPort)/cam", "--control", socket],
                                               environment: environment)
         try #require(Self.waitForSocket(socket, serve), "\(serve.stderr)")
         let others = ["hall", "yard", "gate"]
         try #require(Self.waitForSources(socket) { s in s.count == 4 && s.values.allSatisfy { $0.state == "playing" && $0.frames > 10 } },
-                     "\(serve.stderr)")
+                     "\(Self.seen(socket))\n\(serve.stderr)")
 
         kill(flaky.pid, SIGKILL)
         _ = flaky.waitForExit(timeout: 10)
@@ -102,11 +112,13 @@ import Testing
         // while door's source is still down.
         let onDuringOutage = Self.waitForSources(socket) { s in others.allSatisfy { (s[$0]?.frames ?? 0) >= (atLoss[$0]?.frames ?? 0) + 30 } }
         let doorStillDown = !serve.stderr.contains("[door] watchdog-door: source back")
-        flaky = try Self.startCamera(port: 18630)
+        let endOfOutage = Self.seen(socket)
+        flaky = try Self.startCamera(port: flakyPort)
         try #require(serve.waitFor("[door] watchdog-door: source back after", timeout: 120), "\(serve.stderr)")
         let atReturn = try Self.sources(socket)
-        #expect(onDuringOutage && doorStillDown, "others at the loss: \(others.map { atLoss[$0]?.frames ?? -1 }); \(serve.stderr)")
-        #expect(Self.waitForSources(socket) { s in (s["door"]?.frames ?? 0) > (atReturn["door"]?.frames ?? 0) + 15 }, "door after its camera came back")
+        #expect(onDuringOutage && doorStillDown, "others at the loss: \(others.map { atLoss[$0]?.frames ?? -1 }); at the end of the outage: \(endOfOutage)\n\(serve.stderr)")
+        #expect(Self.waitForSources(socket) { s in (s["door"]?.frames ?? 0) > (atReturn["door"]?.frames ?? 0) + 15 },
+                "door after its camera came back: \(atReturn["door"]?.frames ?? -1) frames at its return, now \(Self.seen(socket))\n\(serve.stderr)")
         let now = try Self.sources(socket)
         #expect((now["door"]?.restarts ?? 0) >= 1)
         #expect(others.allSatisfy { now[$0]?.restarts == 0 && now[$0]?.state == "playing" }, "\(now)")

@@ -1,8 +1,10 @@
 import Foundation
+import StreamLensTesting
 import Testing
 
 /// lenswatchdog: the source part of a live pipeline is restarted when it fails, ends or stalls,
-/// while the rest keeps running; a limit ends the run with a clear error.
+/// while the rest keeps running; a limit ends the run with a clear error. Every camera and
+/// server gets a port the kernel had free (freeLoopbackPort), never a fixed one.
 @Suite(.serialized) struct WatchdogTests {
     /// A live H.264-in-MPEG-TS stream served on a TCP port by gst-launch-1.0: the "camera".
     static func startCamera(port: Int) throws -> Process {
@@ -18,7 +20,7 @@ import Testing
     /// Each step waits for what the pipeline says (a bounded wait), never for a fixed time, so a
     /// loaded machine only makes the test slower.
     @Test func aCameraThatDropsThreeTimesIsFollowedBack() throws {
-        let port = 18611
+        let port = freeLoopbackPort() // kept: each new camera listens where the old one did
         var camera = try Self.startCamera(port: port)
         defer { kill(camera.processIdentifier, SIGKILL) }
         let consumer = try Background.streamlens(["run", "-v", "tcpclientsrc host=127.0.0.1 port=\(port) ! tsdemux ! h264parse ! avdec_h264 ! videoconvert ! lenswatchdog timeout=3 backoff=0.5 ! lenspass ! fakesink"])
@@ -46,7 +48,8 @@ import Testing
     /// The issue's case: an RTSP camera (here a second streamlens serving a test pattern) drops
     /// three times; the relay's own RTSP output keeps serving and resumes each time.
     @Test func anRTSPCameraIsReconnectedAndTheRelayKeepsServing() throws {
-        let (cameraPort, relayPort) = (18621, 18622)
+        // The camera comes back on the port it had: the ports are kept.
+        let ports = freeLoopbackPorts(2), cameraPort = ports[0], relayPort = ports[1]
         func startCamera() throws -> Background {
             let camera = try Background.streamlens(["run", "videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=15/1 ! lensrtsp port=\(cameraPort) mount=/cam"])
             try #require(camera.waitFor("lensrtsp0: serving ", timeout: 60), "camera: \(camera.stderr)")
@@ -57,7 +60,7 @@ import Testing
                                                "BACKOFF=0.5", "MAX_BACKOFF=1", "RETRIES=0"])
         try #require(relay.waitFor("serving rtsp://", timeout: 120), "\(relay.stderr)")
         let lost = relay.occurrences(of: "lenswatchdog0: source lost"), back = relay.occurrences(of: "lenswatchdog0: source back after")
-        var players: [Bool] = []
+        var players: [Bool] = [], said: [String] = []
         for outage in 1...3 {
             kill(camera.pid, SIGKILL)
             _ = camera.waitForExit(timeout: 10)
@@ -65,26 +68,27 @@ import Testing
             camera = try startCamera()
             try #require(relay.waitFor("lenswatchdog0: source back after", count: back + outage, timeout: 120), "outage \(outage): \(relay.stderr)")
             // A player of the relay's output decodes frames again.
-            players.append(WatchdogTests.decodes("rtsp://127.0.0.1:\(relayPort)/faces"))
+            let player = WatchdogTests.decodes("rtsp://127.0.0.1:\(relayPort)/faces")
+            players.append(player.ok)
+            if !player.ok { said.append("player after outage \(outage): \(player.said)") }
         }
         let r = relay.stop()
         #expect(!r.timedOut && r.status == 0, "\(r.stderr)")
-        #expect(players == [true, true, true], "players of the relay after each outage: \(players)\n\(r.stderr)")
+        #expect(players == [true, true, true], "players of the relay after each outage: \(players)\n\(said.joined(separator: "\n"))\n\(r.stderr)")
     }
 
     /// ffmpeg decodes 10 frames from the URL within 30 s (a bound, not a schedule: it ends as
-    /// soon as it has them).
-    static func decodes(_ url: String) -> Bool {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        p.arguments = ["-nostdin", "-loglevel", "error", "-rtsp_transport", "tcp", "-i", url, "-frames:v", "10", "-f", "null", "-"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        let deadline = Date().addingTimeInterval(30)
-        while p.isRunning && Date() < deadline { usleep(50_000) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit(); return false }
-        return p.terminationStatus == 0
+    /// soon as it has them); when it does not, what it said.
+    static func decodes(_ url: String) -> (ok: Bool, said: String) {
+        let r: CLI.Result
+        do {
+            r = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/ffmpeg"),
+                              ["-nostdin", "-loglevel", "error", "-rtsp_transport", "tcp", "-i", url, "-frames:v", "10", "-f", "null", "-"], timeout: 30)
+        } catch {
+            return (false, "ffmpeg did not start: \(error)")
+        }
+        if r.timedOut { return (false, "no 10 frames within 30 s: \(r.stderr)") }
+        return (r.status == 0, "exit \(r.status): \(r.stderr)")
     }
 
     @Test func aFileLoopsAsALiveSource() throws {
@@ -117,13 +121,15 @@ import Testing
 
     /// The webcam pipeline with no camera: after its retries, an error naming the device.
     @Test func webcamPipelineWithoutACameraNamesTheDevice() throws {
-        let r = try CLI.run(["run", "webcam-rtsp", "DEVICE=/dev/video-streamlens-none", "RETRIES=1", "PORT=18623"], timeout: 60)
+        let r = try CLI.run(["run", "webcam-rtsp", "DEVICE=/dev/video-streamlens-none", "RETRIES=1", "PORT=\(freeLoopbackPort())"], timeout: 60)
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("error: lenswatchdog0: the source failed 1 time in a row; giving up (last: v4l2src0: camera /dev/video-streamlens-none not found"), "\(r.stderr)")
     }
 
     @Test func givesUpAfterTheRetriesWithAClearError() throws {
-        let r = try CLI.run(["run", "tcpclientsrc host=127.0.0.1 port=18619 ! tsdemux ! h264parse ! avdec_h264 ! videoconvert ! lenswatchdog retries=2 backoff=0.2 ! fakesink"],
+        // A port the kernel had free, where nothing listens: each connection is refused.
+        let refused = freeLoopbackPort()
+        let r = try CLI.run(["run", "tcpclientsrc host=127.0.0.1 port=\(refused) ! tsdemux ! h264parse ! avdec_h264 ! videoconvert ! lenswatchdog retries=2 backoff=0.2 ! fakesink"],
                             timeout: 60)
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("error: lenswatchdog0: the source failed 2 times in a row; giving up (last: tcpclientsrc0: Could not open resource for reading.)"), "\(r.stderr)")
