@@ -44,6 +44,8 @@ let package = Package(
             pkgConfig: "gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
             providers: [.apt(["libgstreamer-plugins-bad1.0-dev"])]),
         .systemLibrary(name: "CSoup", pkgConfig: "libsoup-3.0", providers: [.apt(["libsoup-3.0-dev"])]),
+        // libyaml: serve --config's parser (StreamLensConfig/YAMLDocument.swift is its one user).
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // Macros, variadics and the GObject type that makes a Swift stage a GStreamer element.
         .target(name: "CGstShim", dependencies: ["CGStreamer"]),
         // The RTSP server behind lensrtsp: signals, tokens, the server's own main loop thread.
@@ -85,6 +87,8 @@ let package = Package(
         // the same command layer as the control socket (PipelineCommands, SourceSet).
         .target(name: "StreamLensAPI", dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensHTTP"],
                 resources: [.copy("Console")]),
+        // serve --config: the YAML file's schema and the state kept beside it (no GStreamer).
+        .target(name: "StreamLensConfig", dependencies: ["StreamLensCore", "CYAML"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame, a driver that follows the bridge's rules
         // (FrameDelivery), and an inference backend whose networks are Swift closures, for tests
@@ -95,7 +99,7 @@ let package = Package(
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensBackends"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics", "StreamLensAPI", "StreamLensHTTP"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics", "StreamLensAPI", "StreamLensHTTP", "StreamLensConfig"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",
@@ -111,6 +115,7 @@ let package = Package(
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
         // The HTTP server and API in-process, on real pipelines, with raw sockets and curl as clients.
+        .testTarget(name: "StreamLensConfigTests", dependencies: ["StreamLensConfig"]),
         .testTarget(name: "StreamLensAPITests", dependencies: ["StreamLensAPI", "StreamLensHTTP", "StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensOpenVINO", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),

@@ -64,6 +64,8 @@ APT_PACKAGES=(
   gstreamer1.0-x gstreamer1.0-gl xvfb xdotool libx11-6
   # libsoup 3: the HTTP server behind --http (the API, /metrics)
   libsoup-3.0-dev
+  # libyaml: serve --config's parser
+  libyaml-dev
   # WebRTC for the console (webrtcbin's headers and libnice's GStreamer elements)
   libgstreamer-plugins-bad1.0-dev gstreamer1.0-nice
   # The console's tests: a real browser, headless, driven by Selenium (step 7)

@@ -24,13 +24,13 @@ enum APIAnswer {
 
     struct Ready: Encodable {
         var ready = true
-        var sources: [String]
+        var sources: [String]?
     }
 
     struct NotReady: Encodable {
         struct Source: Encodable { var name: String; var state: String; var error: String? }
         var ready = false
-        var notPlaying: [Source]
+        var notPlaying: [Source]?
         enum CodingKeys: String, CodingKey { case ready, notPlaying = "not_playing" }
     }
 

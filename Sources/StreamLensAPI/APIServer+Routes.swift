@@ -16,14 +16,14 @@ extension APIServer {
             {"summary": "The console's login form: the token in, an HTTP-only session cookie out", "security": [], "requestBody": {"required": true, "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {"token": {"type": "string"}}}}}},
              "responses": {"303": {"description": "Right token: a cookie (HttpOnly, SameSite=Strict) and back to /; wrong: back to the form", "headers": {"Set-Cookie": {"schema": {"type": "string"}}, "Location": {"schema": {"type": "string"}}}}}}
             """#) { $1.reply($0.login($1.request)) },
-        Route("GET", "/healthz", operation: #"""
-            {"summary": "The process is alive (Kubernetes liveness)", "responses": {"200": {"description": "Alive", "content": {"application/json": {"schema": {"type": "object", "properties": {"alive": {"type": "boolean"}}}}}}}}
+        Route("GET", "/healthz", .probe, operation: #"""
+            {"summary": "The process is alive (Kubernetes liveness; no token needed)", "responses": {"200": {"description": "Alive", "content": {"application/json": {"schema": {"type": "object", "properties": {"alive": {"type": "boolean"}}}}}}}}
             """#) { _, call in call.reply(encoded(200, APIAnswer.Alive())) },
-        Route("GET", "/readyz", operation: #"""
-            {"summary": "Every source is playing (Kubernetes readiness)", "responses": {
+        Route("GET", "/readyz", .probe, operation: #"""
+            {"summary": "Every source is playing (Kubernetes readiness; without the token, only ready true or false)", "responses": {
               "200": {"description": "Every source plays", "content": {"application/json": {"schema": {"type": "object", "properties": {"ready": {"type": "boolean"}, "sources": {"type": "array", "items": {"type": "string"}}}}}}},
               "503": {"description": "Sources not playing, each with its state and error", "content": {"application/json": {"schema": {"type": "object", "properties": {"ready": {"type": "boolean"}, "not_playing": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "state": {"type": "string"}, "error": {"type": "string"}}}}}}}}}}}
-            """#) { $1.reply($0.readiness()) },
+            """#) { $1.reply($0.readiness(detailed: $1.authenticated)) },
         Route("GET", "/metrics", operation: #"""
             {"summary": "Prometheus metrics (text exposition format 0.0.4)", "responses": {"200": {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}
             """#) { _, call in call.reply(.text(200, MetricsRegistry.shared.exposition(), type: "text/plain; version=0.0.4; charset=utf-8")) },

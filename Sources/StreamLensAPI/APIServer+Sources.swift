@@ -14,11 +14,12 @@ extension APIServer {
         call.reply(Self.encoded(200, APIAnswer.Root(version: version)))
     }
 
-    func readiness() -> HTTPReply {
+    /// `detailed`: which sources (a caller without the token learns only ready or not).
+    func readiness(detailed: Bool) -> HTTPReply {
         let all = catalog.statuses()
         let waiting = all.filter { $0.state != SourceSet.State.playing.rawValue }
-        if waiting.isEmpty { return Self.encoded(200, APIAnswer.Ready(sources: all.map(\.name))) }
-        return Self.encoded(503, APIAnswer.NotReady(notPlaying: waiting.map { .init(name: $0.name, state: $0.state, error: $0.error) }))
+        if waiting.isEmpty { return Self.encoded(200, APIAnswer.Ready(sources: detailed ? all.map(\.name) : nil)) }
+        return Self.encoded(503, APIAnswer.NotReady(notPlaying: detailed ? waiting.map { .init(name: $0.name, state: $0.state, error: $0.error) } : nil))
     }
 
     func noSource(_ name: String) -> HTTPReply {
@@ -63,6 +64,16 @@ extension APIServer {
         var response = source(name)
         response.status = 201
         response.headers.append(("Location", "/api/sources/\(name)"))
+        return kept(response)
+    }
+
+    /// A change's answer, saying when the change will not outlive a restart (serve --config
+    /// could not write its state): an HTTP Warning header, code 199.
+    func kept(_ response: HTTPReply) -> HTTPReply {
+        guard let problem = catalog.changesNotKept else { return response }
+        var response = response
+        let text = problem.unicodeScalars.filter { $0.properties.generalCategory != .control && $0 != "\"" && $0 != "\\" }
+        response.headers.append(("Warning", "199 streamlens \"not kept across a restart: \(String(String.UnicodeScalarView(text)))\""))
         return response
     }
 
@@ -81,7 +92,7 @@ extension APIServer {
         var status = before
         status.state = before.state == SourceSet.State.failed.rawValue ? before.state : SourceSet.State.ended.rawValue
         status.fps = 0
-        return Self.encoded(200, status)
+        return kept(Self.encoded(200, status))
     }
 
     func patch(_ call: APICall) -> HTTPReply {
@@ -107,7 +118,7 @@ extension APIServer {
         } catch {
             return Self.error(422, error.message, property: error.property)
         }
-        return self.stage(name, stage)
+        return kept(self.stage(name, stage))
     }
 
     func press(_ call: APICall) -> HTTPReply {

@@ -149,14 +149,18 @@ public final class APIServer: Sendable {
             return call([:]).reply(response)
         }
         let found = Self.route(request.method, request.path)
-        let open: Bool = if case .success(let (route, _)) = found { route.access == .open } else { false }
-        if let token = settings.token, !open, !authenticated(request, token: token) {
+        let access: Route.Access? = if case .success(let (route, _)) = found { route.access } else { nil }
+        let tokenGiven = settings.token.map { authenticated(request, token: $0) } ?? true
+        if !tokenGiven, access != .open, access != .probe {
             var response = Self.error(401, "a bearer token is required (Authorization: Bearer TOKEN, the content of --http-token-file; or the console's login)")
             response.headers.append(("WWW-Authenticate", "Bearer realm=\"streamlens\""))
             return call([:]).reply(response)
         }
         switch found {
-        case .success(let (route, parameters)): route.handle(self, call(parameters))
+        case .success(let (route, parameters)):
+            var c = call(parameters)
+            c.authenticated = tokenGiven
+            route.handle(self, c)
         case .failure(let refusal): call([:]).reply(refusal)
         }
     }

@@ -7,6 +7,8 @@ struct APICall: Sendable {
     let parameters: [String: String]
     let exchange: HTTPExchange
     let cors: [(String, String)]
+    /// The caller gave the token (or no token is configured).
+    var authenticated = true
 
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
 
@@ -27,6 +29,9 @@ struct Route: Sendable {
     enum Access: Sendable {
         /// The console's page, files and login form: no token (they hold none).
         case open
+        /// /healthz and /readyz: Kubernetes' probes cannot send a token, so these answer without
+        /// one, and then tell only whether the process is alive or ready (`APICall.authenticated`).
+        case probe
         /// Everything else: the token, or the session cookie, when a token is configured.
         case token
     }

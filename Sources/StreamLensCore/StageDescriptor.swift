@@ -94,6 +94,9 @@ public struct PropertySpec: Sendable, Equatable {
     /// A reading, not a setting: the stage publishes its value while it runs (`Stage.readings`);
     /// `get` on the control channel and g_object_get read it, nothing sets it (lenszone's counts).
     public var readOnly: Bool
+    /// A request, not a setting: setting it makes the stage do something once, and it reads
+    /// back as its default (lensrecord's `record`). Never kept as a setting (serve's state).
+    public var isRequest = false
 
     public init(_ name: String, _ kind: Kind, default defaultValue: PropertyValue, live: Bool = false, help: String) {
         self.name = name

@@ -60,6 +60,13 @@ public struct Property<Settings>: Sendable {
         self.read = read
     }
 
+    /// The row as a request (`PropertySpec.isRequest`).
+    public func request() -> Property {
+        var spec = self.spec
+        spec.isRequest = true
+        return Property(spec, write: write, read: read)
+    }
+
     /// The same row for settings that hold these at `path` (a group of rows several stages
     /// share: the inference options, the record sinks').
     public func lifted<Outer>(_ path: WritableKeyPath<Outer, Settings> & Sendable) -> Property<Outer> {

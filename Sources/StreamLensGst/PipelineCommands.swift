@@ -15,14 +15,19 @@ public final class PipelineCommands: @unchecked Sendable {
     private let reference: ObjectReference<GstElement>
     private var pipeline: UnsafeMutablePointer<GstElement> { reference.pointer }
     private let access: ControlAccess
+    /// Told of each `set` carried out: the stage's name and the settings among the assignments
+    /// (requests left out).
+    private let onSet: (@Sendable (_ stage: String, _ settings: [SourceChange.Assignment]) -> Void)?
 
     public convenience init(pipeline: Pipeline, access: ControlAccess) {
         self.init(pipeline: pipeline.pipeline, access: access)
     }
 
-    init(pipeline: UnsafeMutablePointer<GstElement>, access: ControlAccess) {
+    init(pipeline: UnsafeMutablePointer<GstElement>, access: ControlAccess,
+         onSet: (@Sendable (_ stage: String, _ settings: [SourceChange.Assignment]) -> Void)? = nil) {
         reference = ObjectReference(retaining: pipeline)
         self.access = access
+        self.onSet = onSet
     }
 
     /// Carries out one command line and returns the reply.
@@ -97,6 +102,35 @@ public final class PipelineCommands: @unchecked Sendable {
             }
         }
         for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }
+        let settings = assignments.filter { a in descriptor?.properties.first { $0.name == a.name }?.isRequest != true }
+        if let onSet, !settings.isEmpty { onSet(elementName, settings.map { SourceChange.Assignment(name: $0.name, value: $0.value) }) }
+    }
+
+    /// Sets properties of a pipeline that is not playing yet (a source's stage values from
+    /// serve's config): any property that can be set, each checked as `set` checks it (the
+    /// stage checks the whole when it starts). Stages only, unless --control-elements.
+    public func configure(element name: String, _ assignments: [(name: String, value: String)]) throws(ControlError) {
+        let element = try target(name)
+        defer { gst_object_unref(element) }
+        let elementName = objectName(element)
+        let descriptor = stageDescriptor(of: element)
+        for (property, value) in assignments {
+            let flags = sl_object_property_flags(element, property)
+            guard flags != 0 else {
+                let names = descriptor.map { " (properties: \($0.properties.filter { !$0.readOnly }.map(\.name).joined(separator: ", ")))" } ?? ""
+                throw ControlError("\(elementName) has no property \(property)\(names)", property: property)
+            }
+            guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0, descriptor?.properties.first(where: { $0.name == property })?.readOnly != true else {
+                throw ControlError("property \(property) of \(elementName) cannot be set", property: property)
+            }
+            if let spec = descriptor?.properties.first(where: { $0.name == property }) {
+                do { _ = try spec.parse(value) } catch { throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: property) }
+            }
+            guard sl_object_value_valid(element, property, value) != 0 else {
+                throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
+            }
+            _ = sl_object_set_checked(element, property, value)
+        }
     }
 
     /// One property of a stage as it is now: its table row and its value.

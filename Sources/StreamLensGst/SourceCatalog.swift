@@ -14,7 +14,35 @@ public protocol SourceCatalog: AnyObject, Sendable {
     /// Ends a source (its outputs finalized) and forgets it; nil once done, or why not.
     func remove(name: String) -> SourceRefusal?
     func commands(of name: String) -> PipelineCommands?
+    /// Why the last change (a source added or removed, a property set) is not kept across a
+    /// restart; nil when it is, or nothing keeps changes.
+    var changesNotKept: String? { get }
     func stageSummaries(of name: String) -> [StageSummary]
+}
+
+extension SourceCatalog {
+    public var changesNotKept: String? { nil }
+}
+
+/// A change made to a running serve through its API or control socket, for whatever keeps
+/// them across a restart (`SourceKeeper`).
+public enum SourceChange: Sendable, Equatable {
+    case added(name: String, uri: String)
+    case removed(name: String)
+    /// Settings of a stage (not requests: `PropertySpec.isRequest`).
+    case set(source: String, stage: String, [Assignment])
+
+    public struct Assignment: Sendable, Equatable {
+        public var name: String
+        public var value: String
+    }
+}
+
+/// Keeps the changes made to a running serve (serve --config's state file).
+public protocol SourceKeeper: Sendable {
+    func keep(_ change: SourceChange)
+    /// Why the last change could not be kept; nil when it was.
+    var problem: String? { get }
 }
 
 /// Why a source was not added or removed: what kind of refusal (the HTTP API's status code) and

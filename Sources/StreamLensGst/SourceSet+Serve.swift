@@ -32,8 +32,9 @@ extension SourceSet {
     /// could not be opened (as for `streamlens run`).
     /// `keepRunning`: sources can come later (a control channel or the HTTP API), so serve runs
     /// until an interrupt even with none, or with every source ended.
-    public func serve(initial: [(name: String, uri: String)], control: ControlSource?, access: ControlAccess, echo: Bool,
-                      keepRunning: Bool? = nil) -> Int32 {
+    /// `stageValues`: properties set on a source's stages before it starts (by source name).
+    public func serve(initial: [(name: String, uri: String)], stageValues: [String: [(element: String, property: String, value: String)]] = [:],
+                      control: ControlSource?, access: ControlAccess, echo: Bool, keepRunning: Bool? = nil) -> Int32 {
         let keepRunning = keepRunning ?? (control != nil)
         Pipeline.installInterruptHandlers()
         var channel: ControlChannel?
@@ -48,7 +49,7 @@ extension SourceSet {
         defer { channel?.stop() }
         var failedAtStart = false
         for (name, uri) in initial {
-            if let problem = add(name: name, uri: uri) {
+            if let problem = add(name: name, uri: uri, stages: stageValues[name] ?? []) {
                 log("error: \(problem.message)")
                 failedAtStart = true
             }

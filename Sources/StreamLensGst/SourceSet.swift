@@ -65,11 +65,13 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         /// The figures when the run ended, rate 0 (the stages' metrics go with them).
         var finalFigures: Figures?
         let finished = DispatchSemaphore(value: 0)
-        init(name: String, uri: String, pipeline: Pipeline, access: ControlAccess) {
+        init(name: String, uri: String, pipeline: Pipeline, access: ControlAccess, keeper: (any SourceKeeper)?) {
             self.name = name
             self.uri = uri
             self.pipeline = pipeline
-            commands = PipelineCommands(pipeline: pipeline.pipeline, access: access)
+            var onSet: (@Sendable (String, [SourceChange.Assignment]) -> Void)?
+            if let keeper { onSet = { stage, settings in keeper.keep(.set(source: name, stage: stage, settings)) } }
+            commands = PipelineCommands(pipeline: pipeline.pipeline, access: access, onSet: onSet)
             stageNames = pipeline.stages.map { objectName($0) }
             sl_pipeline_set_source_name(pipeline.pipeline, name)
             pipeline.eventSource = name
@@ -102,6 +104,8 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// The pipeline text for one source.
     private let expand: @Sendable (_ name: String, _ uri: String) throws -> String
     private let options: Pipeline.Options
+    /// Told of each change made through the API or the control socket (serve --config's state).
+    private let keeper: (any SourceKeeper)?
     let log: @Sendable (String) -> Void
     private let lock = NSLock()
     /// In the order they were added; a source stays listed until removed (an ended or failed one
@@ -121,8 +125,9 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
 
     /// `options` are each source's run options (signals, control and progress are the host's
     /// and are turned off here).
-    public init(options: Pipeline.Options, log: (@Sendable (String) -> Void)? = nil,
+    public init(options: Pipeline.Options, log: (@Sendable (String) -> Void)? = nil, keeper: (any SourceKeeper)? = nil,
                 expand: @escaping @Sendable (_ name: String, _ uri: String) throws -> String) {
+        self.keeper = keeper
         var options = options
         options.handleSignals = false
         options.control = nil
@@ -163,6 +168,14 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
     /// listed as failed until removed). Refused at once: a bad or taken name, a bad URI, a
     /// template that does not parse with this URI.
     public func add(name: String, uri: String) -> SourceRefusal? {
+        let refusal = add(name: name, uri: uri, stages: [])
+        if refusal == nil { keeper?.keep(.added(name: name, uri: uri)) }
+        return refusal
+    }
+
+    /// `add`, with properties of its stages set before it starts (`stages`: element, property,
+    /// value), and not told to the keeper: the sources serve starts with.
+    public func add(name: String, uri: String, stages: [(element: String, property: String, value: String)]) -> SourceRefusal? {
         guard Self.isValidName(name) else { return SourceRefusal(.invalid, "source name '\(name)' must be 1–64 letters, digits, '-' or '_'") }
         if let problem = Self.uriProblem(uri) { return SourceRefusal(.invalid, problem) }
         // The name reserved and a start slot taken under the lock (a second `add` of the same
@@ -184,10 +197,14 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         defer { withLock { starting -= 1 } }
         let source: Source
         do {
-            source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess)
+            source = Source(name: name, uri: uri, pipeline: try Pipeline(description: try expand(name, uri)), access: options.controlAccess, keeper: keeper)
+            for (element, values) in Dictionary(grouping: stages, by: \.element).sorted(by: { $0.key < $1.key }) {
+                try source.commands.configure(element: element, values.map { ($0.property, $0.value) })
+            }
         } catch {
             withLock { _ = reserved.remove(name) }
-            return SourceRefusal(.invalid, "\(name): \((error as? HostError)?.message ?? "\(error)")")
+            let message = (error as? HostError)?.message ?? (error as? ControlError)?.message ?? "\(error)"
+            return SourceRefusal(.invalid, "\(name): \(message)")
         }
         let listed: Bool = withLock {
             reserved.remove(name)
@@ -283,8 +300,11 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         sources.removeAll { $0 === source }
         lock.unlock()
         EventLog.shared.append(source: name, type: "source-removed")
+        keeper?.keep(.removed(name: name))
         return nil
     }
+
+    public var changesNotKept: String? { keeper?.problem }
 
     public var acceptsNewSources: Bool { true }
 

@@ -37,7 +37,7 @@ extension RecordStage {
             .string("zone-events", \.zoneEvents, help: "on=zone: only these event types, comma-separated: crossed, entered, left (empty: all)"),
             LabelFilter.property(\.labels, "on=track, label: only regions with these labels trigger", live: false),
             .string("record", \.record, live: true,
-                    help: "set to a reason (a word: letters, digits, - _ ., e.g. manual) to trigger a clip now; reads back empty"),
+                    help: "set to a reason (a word: letters, digits, - _ ., e.g. manual) to trigger a clip now; reads back empty").request(),
             .int("max-clips", \.maxClips, 0...1_000_000,
                  help: "clips (with this location pattern) kept in the folders written into: the oldest are deleted (0: no limit)"),
             .string("max-bytes", \.maxBytes, help: "bytes (or 500M, 2G) those clips may take: the oldest are deleted (0: no limit)"),

@@ -15,6 +15,8 @@ let usage = """
                           [--control-elements] [--control-group GROUP] [--http [ADDRESS:]PORT]
                           [--http-token-file FILE] [--http-allow-origin ORIGIN] SPEC [NAME=value …]
            streamlens serve [run's options] TEMPLATE [NAME=URI …]      (one pipeline per source; --control or --http adds and removes them)
+           streamlens serve [run's options] --config FILE              (the template, sources and listener from a YAML file)
+           streamlens config check FILE                                (check a config without starting)
            streamlens inspect SPEC [NAME=value …]
            streamlens stages [--markdown] [STAGE…]
            streamlens import MODEL.mlmodel [-o OUT.onnx] [--name NAME]   (Core ML style model -> ONNX + manifest)
@@ -58,7 +60,11 @@ let usage = """
                 a failing source stops only itself) until Ctrl-C or SIGTERM. With --control
                 SOCKET: add NAME URI, remove NAME (its outputs finalized), sources (JSON),
                 set/get/list NAME …(as run's, in that source), help. With --http: the same over
-                HTTP (POST and DELETE /api/sources), and it may start with no source
+                HTTP (POST and DELETE /api/sources), and it may start with no source.
+                --config FILE: the listener, template, variables and sources from a YAML file
+                (docs/deploy.md); what the API changes is kept beside it and back after a restart
+      config check FILE   check a config as serve would (its sources' URIs, the template,
+                stage properties), without starting anything
       inspect   print the expanded pipeline and its elements, without running it
       stages    list the stages with their properties, defaults and help; --markdown: each
                 stage's reference page (docs/stages/, rewritten by tools/gen-stage-docs.sh)
@@ -104,7 +110,17 @@ struct HTTPOptions {
     var address: HTTPAddress?
     var option = "--http"
     var tokenFile: String?
+    /// How the token file was given, for messages about it.
+    var tokenFileOption = "--http-token-file"
     var allowOrigin: String?
+}
+
+/// An origin as --http-allow-origin takes it (scheme://host[:port]), without a final '/'; nil
+/// when it is not one.
+func allowedOrigin(_ text: String) -> String? {
+    guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
+          url.path.isEmpty || url.path == "/" else { return nil }
+    return text.hasSuffix("/") ? String(text.dropLast()) : text
 }
 
 func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, http: HTTPOptions, rest: [String]) {
@@ -132,11 +148,10 @@ func parseRunOptions(_ args: [String]) -> (options: Pipeline.Options, http: HTTP
             } else if a == "--http-token-file" {
                 http.tokenFile = args[i]
             } else if a == "--http-allow-origin" {
-                guard let url = URL(string: args[i]), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
-                      url.path.isEmpty || url.path == "/" else {
+                guard let origin = allowedOrigin(args[i]) else {
                     fail("--http-allow-origin \(args[i]): an origin is scheme://host[:port] (e.g. https://dashboard.example.com)", code: 2)
                 }
-                http.allowOrigin = args[i].hasSuffix("/") ? String(args[i].dropLast()) : args[i]
+                http.allowOrigin = origin
             } else if a == "--control" {
                 options.control = args[i] == "-" ? .standardInput : .socket(path: args[i])
             } else if a == "--control-group" {
@@ -189,6 +204,10 @@ func runCommand(_ args: [String]) -> Int32 {
 /// `streamlens serve TEMPLATE [NAME=URI …] [--control SOCKET]`: one pipeline per source, made
 /// from TEMPLATE with ${NAME} and ${URI} (SourceSet says why one pipeline each).
 func serveCommand(_ args: [String]) -> Int32 {
+    if let i = args.firstIndex(of: "--config") {
+        guard i + 1 < args.count else { fail("--config needs a FILE (docs/deploy.md shows one)", code: 2) }
+        return serveConfigured(args[i + 1], Array(args[..<i] + args[(i + 2)...]))
+    }
     let (options, http, rest) = parseRunOptions(args)
     guard let first = rest.first else { fail("serve needs a TEMPLATE (a pipeline file using ${URI} and ${NAME})\n\n\(usage)", code: 2) }
     let spec: PipelineSpec
@@ -238,7 +257,7 @@ func startAPI(_ http: HTTPOptions, catalog: any SourceCatalog, quiet: Bool) -> A
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
     var settings = APIServer.Settings(allowOrigin: http.allowOrigin)
-    if let file = http.tokenFile { settings.token = readToken(file) }
+    if let file = http.tokenFile { settings.token = readToken(file, option: http.tokenFileOption) }
     let server: APIServer
     do { server = try APIServer(address: address, option: http.option, catalog: catalog, settings: settings, version: version) } catch { fail("\(error)", code: 2) }
     let info = buildInfo()
@@ -248,16 +267,16 @@ func startAPI(_ http: HTTPOptions, catalog: any SourceCatalog, quiet: Bool) -> A
 }
 
 /// The bearer token: the file's content, trailing whitespace (a newline) trimmed.
-func readToken(_ path: String) -> String {
+func readToken(_ path: String, option: String = "--http-token-file") -> String {
     guard let data = FileManager.default.contents(atPath: path) else {
-        fail("--http-token-file \(path): cannot read it (\(FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))", code: 2)
+        fail("\(option) \(path): cannot read it (\(FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))", code: 2)
     }
-    guard let text = String(data: data, encoding: .utf8) else { fail("--http-token-file \(path): the token is not UTF-8 text", code: 2) }
+    guard let text = String(data: data, encoding: .utf8) else { fail("\(option) \(path): the token is not UTF-8 text", code: 2) }
     var token = text
     while let last = token.last, last.isWhitespace { token.removeLast() }
-    guard !token.isEmpty else { fail("--http-token-file \(path) is empty: write the token in it (e.g. openssl rand -hex 24 > \(path))", code: 2) }
+    guard !token.isEmpty else { fail("\(option) \(path) is empty: write the token in it (e.g. openssl rand -hex 24 > \(path))", code: 2) }
     guard !token.contains(where: { $0.isNewline || $0 == " " }) else {
-        fail("--http-token-file \(path): the token is one line with no spaces (it goes in an Authorization: Bearer header)", code: 2)
+        fail("\(option) \(path): the token is one line with no spaces (it goes in an Authorization: Bearer header)", code: 2)
     }
     return token
 }
@@ -361,6 +380,7 @@ arguments.removeFirst()
 switch command {
 case "run": exit(runCommand(arguments))
 case "serve": exit(serveCommand(arguments))
+case "config": exit(configCommand(arguments))
 case "inspect": exit(inspectCommand(arguments))
 case "stages": exit(stagesCommand(arguments))
 case "import": exit(importCommand(arguments))

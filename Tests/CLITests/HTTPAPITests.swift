@@ -309,7 +309,15 @@ import Testing
         let run = try Background.streamlens(["run", "--http", "0.0.0.0:\(port)", "--http-token-file", tokenFile, "\(Self.live) ! fakesink"])
         let u = "http://127.0.0.1:\(port)"
         try #require(Self.waitFor("\(u)/healthz", headers: ["Authorization: Bearer s3cret-Token_42"], process: run), "\(run.stderr)")
-        for path in ["/healthz", "/api/sources", "/metrics", "/api/events", "/nothing"] {
+        // Kubernetes' probes cannot send a token: /healthz and /readyz answer without one,
+        // and then say only alive or ready, never which sources (with the token, readyz does).
+        let probe = try Self.curl("\(u)/healthz", timeout: 5)
+        #expect(probe.status == 200 && probe.body == #"{"alive":true}"#, "\(probe.status) \(probe.body)")
+        let ready = try Self.curl("\(u)/readyz", timeout: 5)
+        #expect(ready.status == 200 && ready.body == #"{"ready":true}"#, "\(ready.status) \(ready.body)")
+        let readyWithToken = try Self.curl("\(u)/readyz", headers: ["Authorization: Bearer s3cret-Token_42"], timeout: 5)
+        #expect(readyWithToken.body.contains(#""sources":["#), "\(readyWithToken.body)")
+        for path in ["/api/sources", "/metrics", "/api/events", "/nothing"] {
             let none = try Self.curl("\(u)\(path)", timeout: 5)
             #expect(none.status == 401 && none.headers["www-authenticate"]?.hasPrefix("Bearer") == true, "\(path): \(none.status)")
             for wrong in ["Bearer s3cret-Token_4", "Bearer s3cret-Token_42x", "Bearer S3cret-Token_42", "Basic s3cret-Token_42", "Bearer "] {
