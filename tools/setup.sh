@@ -31,6 +31,8 @@
 #   8. MediaPipe's own Python (mediapipe==0.10.21, --no-deps, with the few packages its
 #      solutions import, pinned) in .deps/mediapipe-venv: the reference the segmentation tests
 #      and `make bench-segmentation` compare StreamLens's masks with (~150 MB, ~40 s the first time).
+#   9. kubernetes-validate 1.37.0 (PyPI; Kubernetes' schemas, offline) in .deps/k8s-venv: the
+#      manifests in deploy/kubernetes/ are validated by `make test`.
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -311,5 +313,15 @@ fi
 
 # --- 8. MediaPipe's own Python, the masks' reference -----------------------------------------
 PYTHON="$PY" tools/mediapipe-venv.sh
+
+# --- 9. kubernetes-validate: deploy/kubernetes/ checked offline against Kubernetes' schemas ----
+K8S_VALIDATE_VERSION=1.37.0
+K8S_VENV="$DEPS/k8s-venv"
+if [ "$("$K8S_VENV/bin/python" -c "import importlib.metadata as m; print(m.version('kubernetes-validate'))" 2>/dev/null)" != "$K8S_VALIDATE_VERSION" ]; then
+  say "pip install kubernetes-validate==$K8S_VALIDATE_VERSION into $K8S_VENV"
+  rm -rf "$K8S_VENV"
+  "$PY" -m venv "$K8S_VENV"
+  "$K8S_VENV/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION" pyyaml
+fi
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"
