@@ -34,9 +34,6 @@ public struct ServeConfig: Sendable, Equatable {
         public var property: String
         public var value: String
         public var line: Int
-        public init(element: String, property: String, value: String, line: Int) {
-            (self.element, self.property, self.value, self.line) = (element, property, value, line)
-        }
     }
 
     public struct Source: Sendable, Equatable {
