@@ -52,7 +52,8 @@ import Testing
     }
 
     /// Added, removed and PATCHed over the API, then SIGTERM and a restart: the same cameras and
-    /// value; the config itself untouched (its comment too), and `config check` takes both.
+    /// value; the config itself (read-only) untouched, its comment too, and `config check`
+    /// takes both.
     @Test func whatTheAPIChangesIsThereAfterARestart() throws {
         let dir = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -61,6 +62,8 @@ import Testing
         let file = dir.appendingPathComponent("site.yaml").path
         let text = Self.config(port: port, dir: dir, clip: clip)
         try text.write(toFile: file, atomically: true, encoding: .utf8)
+        // Read-only, as a Kubernetes ConfigMap is: the changes go to the state beside it.
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: file)
         let u = "http://127.0.0.1:\(port)"
         let first = try Background.streamlens(["serve", "--config", file])
         try #require(Self.playing(u, 2, first), "door and hall not playing: \(first.stderr)")
