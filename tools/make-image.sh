@@ -45,9 +45,12 @@ if [ "${1:-}" = --customize ]; then
   # The state and outputs' usual place (a volume there starts owned by the user); the home's
   # .cache holds OpenVINO's compiled models and GStreamer's registry.
   install -d -o $USER_ID -g $USER_ID "$R/var/lib/streamlens" "$R/home/streamlens/.cache"
-  # Every library the binary and the OpenVINO modules need is found inside the image.
-  missing=$(for f in "$R/usr/bin/streamlens" "$R$PREFIX"/*.so*; do f=${f#"$R"}; chroot "$R" ldd "$f" | sed -n "s|^\s*\(\S*\) => not found|$f: \1|p"; done)
-  [ -z "$missing" ] || die "libraries missing in the image:
+  # Every program and library in the image finds the libraries it links: ours (the Swift
+  # runtime and OpenVINO's modules were picked by ldd on the build machine), and what the
+  # path-excludes leave out must be linked by nothing that stays.
+  missing=$(chroot "$R" sh -c 'find /usr -xdev -type f \( -name "*.so" -o -name "*.so.*" -o -perm -u+x \) |
+    while read -r f; do ldd "$f" 2>/dev/null | sed -n "s|^\s*\(\S*\) => not found|$f: \1|p"; done' | sort -u)
+  [ -z "$missing" ] || die "libraries missing in the image (leave out what needs them, or add the package that has them):
 $missing"
   # A pipeline that decodes H.264 (gst-libav) and runs a catalogue model on OpenVINO's CPU
   # plugin, as the image's user, from the WORKDIR: every plugin must load (the registry scan
@@ -172,11 +175,14 @@ PACKAGES+=(${IMAGE_EXTRA_PACKAGES:-})
 DPKG_EXCLUDES=(
   '/usr/share/doc/*' '/usr/share/man/*' '/usr/share/info/*' '/usr/share/locale/*'
   '/usr/share/lintian/*' '/usr/share/bug/*'
-  # Mesa's GL drivers and the LLVM (and Z3) they alone link: only a GL context loads them
-  '/usr/lib/x86_64-linux-gnu/dri/*' '/usr/lib/x86_64-linux-gnu/libLLVM-*' '/usr/lib/x86_64-linux-gnu/libz3.so*'
-  # GTK (plugins-bad's gtkwaylandsink, a window) and the icon and keyboard data of desktops
+  # Mesa's GL drivers and the LLVM 15 they alone link: only a GL context loads them
+  '/usr/lib/x86_64-linux-gnu/dri/*' '/usr/lib/x86_64-linux-gnu/libLLVM-15.so*'
+  # GTK (plugins-bad's gtkwaylandsink, a window) with its modules, libcaca's GL window (its
+  # libraries are not installed), and the icon and keyboard data of desktops
   '/usr/lib/x86_64-linux-gnu/libgtk-3.so*' '/usr/lib/x86_64-linux-gnu/libgdk-3.so*'
   '/usr/lib/x86_64-linux-gnu/libgailutil-3.so*' '/usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstgtkwayland.so'
+  '/usr/lib/x86_64-linux-gnu/gtk-3.0/*' '/usr/lib/x86_64-linux-gnu/libgtk-3-0/*'
+  '/usr/lib/x86_64-linux-gnu/caca/libgl_plugin.so*'
   '/usr/share/icons/*' '/usr/share/X11/xkb/*'
   # Intel Media SDK's hardware runtime (~27 MB): libavcodec links only its dispatcher (libmfx.so.1,
   # kept), which opens these for Quick Sync, and that needs a VA driver the image does not have
@@ -185,6 +191,9 @@ DPKG_EXCLUDES=(
   # a speech voice nothing links (libavfilter links the others)
   '/usr/lib/x86_64-linux-gnu/libflite_cmu_time_awb.so*'
 )
+# Z3 (22 MB) is linked by LLVM alone: left out unless more packages are asked for (Intel's
+# compute runtime brings LLVM 14, which links it).
+[ -n "${IMAGE_EXTRA_PACKAGES:-}" ] || DPKG_EXCLUDES+=('/usr/lib/x86_64-linux-gnu/libz3.so*')
 DPKG_INCLUDES=(
   '/usr/share/doc/*/copyright'         # the licences stay
   '/usr/share/locale/locale.alias'
