@@ -58,7 +58,9 @@ $missing"
   home=$(chroot "$R" mktemp -d)
   chroot "$R" chown $USER_ID "$home"
   set +e
-  out=$(chroot --userspec=$USER_ID:$USER_ID "$R" env -i HOME="$home" PATH=/usr/bin:/bin \
+  # XDG_CACHE_HOME too: the compiled-model cache follows the user's passwd home, not HOME, and
+  # must not be left in the image (it is this machine's CPU's).
+  out=$(chroot --userspec=$USER_ID:$USER_ID "$R" env -i HOME="$home" XDG_CACHE_HOME="$home/.cache" PATH=/usr/bin:/bin \
     STREAMLENS_MODELS=$SHARE/models GST_DEBUG=GST_PLUGIN_LOADING:2 sh -c "cd $SHARE && exec streamlens run -q \
     'videotestsrc num-buffers=20 ! video/x-raw,width=320,height=240 ! x264enc ! h264parse ! avdec_h264 ! videoconvert ! video/x-raw,format=BGRx ! lensdetect model=Models/face-short-range.json ! fakesink'" 2>&1)
   rc=$?
