@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train
+.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train image
 
 setup:
 	@tools/setup.sh
@@ -189,6 +189,14 @@ bench: build
 SOAK_MINUTES ?= 30
 soak: build
 	STREAMLENS_BIN=$(BIN_RELEASE) SOAK_MINUTES=$(SOAK_MINUTES) $(SWIFT) test --no-parallel --filter SoakTests
+
+# The OCI image (docs/deploy.md, The image): the release binary of the streamlens product, then
+# tools/make-image.sh (mmdebstrap's Debian 12 runtime packages, buildah's commit; no registry, no
+# daemon; it installs those tools itself) into IMAGE_FILE, an oci-archive for `podman load`.
+IMAGE_FILE ?= out/streamlens-image.tar
+image: setup
+	$(SWIFT) build -c release --product streamlens
+	tools/make-image.sh $(BIN_RELEASE) $(IMAGE_FILE)
 
 # The stages as a GStreamer plugin for gst-launch-1.0, gst-inspect-1.0, Python and any GStreamer
 # application of this user: libgststreamlens.so into GStreamer's per-user plugin folder.

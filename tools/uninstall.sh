@@ -23,7 +23,8 @@ cat <<MSG
 uninstall: left as they are:
   - Debian packages set-up installed (GStreamer, ffmpeg, cairo, Xvfb, …): other programs may use
     them; remove them with apt-get if you like.
+  - make image's own tools (mmdebstrap, buildah, podman, runc): apt-get remove them likewise
   - your model store, $store (the catalogue's model files): rm -rf '$store'
   - compiled models, ${XDG_CACHE_HOME:-$HOME/.cache}/streamlens: rm -rf '${XDG_CACHE_HOME:-$HOME/.cache}/streamlens'
-  - this checkout's .deps (wheels, Python environments): make clean-deps, or rm -rf .deps
+  - this checkout's .deps (wheels, Python environments, make image's .debs): make clean-deps, or rm -rf .deps
 MSG
