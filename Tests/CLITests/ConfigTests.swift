@@ -47,6 +47,26 @@ import Testing
         return false
     }
 
+    /// A scratch folder with a clip and a config naming door and hall (`extra`: more keys).
+    struct Site {
+        let dir: URL
+        let clip: String
+        let file: String
+        let text: String
+        let u: String
+        func remove() { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    static func site(extra: (URL) -> String = { _ in "" }) throws -> Site {
+        let dir = try scratchDirectory()
+        let clip = try Self.clip(in: dir)
+        let port = freeLoopbackPort()
+        let file = dir.appendingPathComponent("site.yaml").path
+        let text = Self.config(port: port, dir: dir, clip: clip, extra: extra(dir))
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return Site(dir: dir, clip: clip, file: file, text: text, u: "http://127.0.0.1:\(port)")
+    }
+
     static func thickness(_ u: String, _ source: String) throws -> Int? {
         HTTPAPITests.properties(try HTTPAPITests.curl("\(u)/api/sources/\(source)/stages/overlay"))["thickness"]?["value"] as? Int
     }
@@ -55,16 +75,11 @@ import Testing
     /// value; the config itself (read-only) untouched, its comment too, and `config check`
     /// takes both.
     @Test func whatTheAPIChangesIsThereAfterARestart() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = try Self.clip(in: dir)
-        let port = freeLoopbackPort()
-        let file = dir.appendingPathComponent("site.yaml").path
-        let text = Self.config(port: port, dir: dir, clip: clip)
-        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let site = try Self.site()
+        defer { site.remove() }
+        let (clip, file, text, u) = (site.clip, site.file, site.text, site.u)
         // Read-only, as a Kubernetes ConfigMap is: the changes go to the state beside it.
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: file)
-        let u = "http://127.0.0.1:\(port)"
         let first = try Background.streamlens(["serve", "--config", file])
         try #require(Self.playing(u, 2, first), "door and hall not playing: \(first.stderr)")
         #expect(try Self.thickness(u, "door") == 2, "the file's stage value")
@@ -108,13 +123,9 @@ import Testing
     /// A state file that cannot be written (here: in a folder that is not there): the change is
     /// made, the answer carries a Warning that it is not kept, the log says so once.
     @Test func aStateThatCannotBeWrittenIsSaidAndTheAnswerSaysSo() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = try Self.clip(in: dir)
-        let port = freeLoopbackPort()
-        let file = dir.appendingPathComponent("site.yaml").path
-        try Self.config(port: port, dir: dir, clip: clip, extra: "state: \(dir.path)/gone/state.json\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let u = "http://127.0.0.1:\(port)"
+        let site = try Self.site(extra: { "state: \($0.path)/gone/state.json\n" })
+        defer { site.remove() }
+        let (file, u) = (site.file, site.u)
         let serve = try Background.streamlens(["serve", "--config", file])
         try #require(Self.playing(u, 2, serve), "\(serve.stderr)")
         let patch = try HTTPAPITests.request("PATCH", "\(u)/api/sources/door/stages/overlay", json: #"{"thickness":9}"#)
@@ -128,13 +139,9 @@ import Testing
     /// PATCHes of a source racing its removal, many times: every answer is 200, 404 or 422, the
     /// server goes on, and the state never keeps a value for a source that is gone.
     @Test func patchesRacingRemovalsKeepNothingForAGoneSource() throws {
-        let dir = try scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let clip = try Self.clip(in: dir)
-        let port = freeLoopbackPort()
-        let file = dir.appendingPathComponent("site.yaml").path
-        try Self.config(port: port, dir: dir, clip: clip).write(toFile: file, atomically: true, encoding: .utf8)
-        let u = "http://127.0.0.1:\(port)"
+        let site = try Self.site()
+        defer { site.remove() }
+        let (dir, clip, file, u) = (site.dir, site.clip, site.file, site.u)
         let serve = try Background.streamlens(["serve", "--config", file])
         defer { _ = serve.stop(signal: SIGTERM, timeout: 30) }
         try #require(Self.playing(u, 2, serve), "\(serve.stderr)")
