@@ -320,8 +320,8 @@ import Testing
         }
         #expect(examples.count >= 3, "\(stages.stdout)")
         for example in examples {
-            // An example that listens (lensrtsp's port=18599) does so here on a port the kernel
-            // had free: no test takes a fixed port.
+            // An example that listens (lensrtsp's port=) does so here on a port the kernel had
+            // free: no test takes a fixed port.
             let runnable = example.replacingOccurrences(of: #"\bport=[0-9]+"#, with: "port=\(freeLoopbackPort())", options: .regularExpression)
             let r = try CLI.run(["run", "-q", runnable])
             #expect(r.status == 0, "\(runnable): \(r.stderr)")
