@@ -73,7 +73,7 @@ extension APIServer {
         guard let problem = catalog.changesNotKept else { return response }
         var response = response
         let text = problem.unicodeScalars.filter { $0.properties.generalCategory != .control && $0 != "\"" && $0 != "\\" }
-        response.headers.append(("Warning", "199 streamlens \"not kept across a restart: \(String(String.UnicodeScalarView(text)))\""))
+        response.headers.append(("Warning", "199 streamlens \"not kept across a restart: \(String(text))\""))
         return response
     }
 

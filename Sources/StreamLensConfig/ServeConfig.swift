@@ -1,4 +1,5 @@
 import Foundation
+import StreamLensCore
 
 /// A value from the config with the line it is on, for messages about it.
 public struct Located<Value: Sendable & Equatable>: Sendable, Equatable {
@@ -114,13 +115,6 @@ public struct ServeConfig: Sendable, Equatable {
         return url.deletingPathExtension().appendingPathExtension("state.json").path
     }
 
-    /// Source names go into file names, RTSP mounts and metric labels: letters, digits, '-', '_'.
-    public static func isValidSourceName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64 && name.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_"
-        }
-    }
-
     /// Template variables: ${NAME} and ${URI} are each source's own.
     static let reservedVariables: Set<String> = ["NAME", "URI"]
 }
@@ -182,7 +176,7 @@ private struct Reader {
         let m = try mapping(node, what, keys: ["name", "uri", "variables", "stages"])
         guard let nameNode = m["name"], let name = try scalar(nameNode, "\(what): name") else { throw fail(node.line, "\(what) has no name:") }
         let label = "source \(name)"
-        guard ServeConfig.isValidSourceName(name) else { throw fail(nameNode.line, "\(label): the name must be 1–64 letters, digits, '-' or '_'") }
+        guard SourceName.isValid(name) else { throw fail(nameNode.line, "\(label): the name must be 1–64 letters, digits, '-' or '_'") }
         guard let uriNode = m["uri"], let uri = try scalar(uriNode, "\(label): uri") else { throw fail(node.line, "\(label) has no uri:") }
         var source = ServeConfig.Source(name: name, uri: uri, variables: [:], stages: [], line: node.line, uriLine: uriNode.line)
         if let v = m["variables"] { source.variables = try variables(v, "\(label): variables") }

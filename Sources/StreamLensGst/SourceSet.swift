@@ -137,12 +137,8 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         self.expand = expand
     }
 
-    /// Names go into file names, RTSP mounts and metric labels: letters, digits, '-', '_'.
-    public static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 64 && name.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_"
-        }
-    }
+    /// `SourceName.isValid`.
+    public static func isValidName(_ name: String) -> Bool { SourceName.isValid(name) }
 
     /// A URI GStreamer can open (scheme://…) that is one token of the pipeline text it is put
     /// into, as given. gst-launch's parser ends a value at white space, takes a backslash as an
