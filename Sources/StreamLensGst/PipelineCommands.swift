@@ -65,30 +65,7 @@ public final class PipelineCommands: @unchecked Sendable {
         let elementName = objectName(element)
         let descriptor = stageDescriptor(of: element)
         for (property, value) in assignments {
-            // A line break in a value forged a log line (and a clip's file name); an escape
-            // sequence would drive the terminal that shows the log.
-            if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-                throw ControlError("the value of property \(property) of \(elementName) holds a control character (a line break, a tab, an escape): refused", property: property)
-            }
-            let flags = sl_object_property_flags(element, property)
-            guard flags != 0 else {
-                let live = descriptor.map { " (live properties: \($0.properties.filter(\.live).map(\.name).joined(separator: ", ")))" } ?? ""
-                throw ControlError("\(elementName) has no property \(property)\(live)", property: property)
-            }
-            guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set", property: property) }
-            if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
-                guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set", property: property) }
-                guard spec.live else {
-                    let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
-                    throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))", property: property)
-                }
-                do { _ = try spec.parse(value) } catch { throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: property) }
-            } else if flags & UInt32(SL_PROPERTY_MUTABLE_PLAYING) == 0 {
-                throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (GStreamer marks it neither changeable while playing nor controllable)", property: property)
-            }
-            guard sl_object_value_valid(element, property, value) != 0 else {
-                throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
-            }
+            try check(element, elementName, descriptor, property, value, playing: true)
         }
         if let descriptor, let stage = StageElements.registry.withLock({ $0.first { $0.descriptor.name == descriptor.name } }) {
             var values = StageElements.settings(of: element, descriptor: descriptor).values
@@ -115,21 +92,43 @@ public final class PipelineCommands: @unchecked Sendable {
         let elementName = objectName(element)
         let descriptor = stageDescriptor(of: element)
         for (property, value) in assignments {
-            let flags = sl_object_property_flags(element, property)
-            guard flags != 0 else {
-                let names = descriptor.map { " (properties: \($0.properties.filter { !$0.readOnly }.map(\.name).joined(separator: ", ")))" } ?? ""
-                throw ControlError("\(elementName) has no property \(property)\(names)", property: property)
-            }
-            guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0, descriptor?.properties.first(where: { $0.name == property })?.readOnly != true else {
-                throw ControlError("property \(property) of \(elementName) cannot be set", property: property)
-            }
-            if let spec = descriptor?.properties.first(where: { $0.name == property }) {
-                do { _ = try spec.parse(value) } catch { throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: property) }
-            }
-            guard sl_object_value_valid(element, property, value) != 0 else {
-                throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
-            }
+            try check(element, elementName, descriptor, property, value, playing: false)
             _ = sl_object_set_checked(element, property, value)
+        }
+    }
+
+    /// One assignment checked before anything is set: no control character in the value, the
+    /// property exists and can be set (not a reading), its value's type and range (a stage's
+    /// table, then GObject's own check); `playing`: it must also be one that may change while
+    /// the pipeline runs (a stage's live property, or one GStreamer marks changeable).
+    private func check(_ element: UnsafeMutablePointer<GstElement>, _ elementName: String, _ descriptor: StageDescriptor?,
+                       _ property: String, _ value: String, playing: Bool) throws(ControlError) {
+        // A line break in a value forged a log line (and a clip's file name); an escape
+        // sequence would drive the terminal that shows the log.
+        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ControlError("the value of property \(property) of \(elementName) holds a control character (a line break, a tab, an escape): refused", property: property)
+        }
+        let flags = sl_object_property_flags(element, property)
+        guard flags != 0 else {
+            let names = descriptor.map { d in
+                playing ? " (live properties: \(d.properties.filter(\.live).map(\.name).joined(separator: ", ")))"
+                        : " (properties: \(d.properties.filter { !$0.readOnly }.map(\.name).joined(separator: ", ")))"
+            } ?? ""
+            throw ControlError("\(elementName) has no property \(property)\(names)", property: property)
+        }
+        guard flags & UInt32(SL_PROPERTY_WRITABLE) != 0 else { throw ControlError("property \(property) of \(elementName) cannot be set", property: property) }
+        if let descriptor, let spec = descriptor.properties.first(where: { $0.name == property }) {
+            guard !spec.readOnly else { throw ControlError("property \(property) of \(elementName) is a reading: get it, it cannot be set", property: property) }
+            guard spec.live || !playing else {
+                let live = descriptor.properties.filter(\.live).map(\.name).joined(separator: ", ")
+                throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (live: \(live))", property: property)
+            }
+            do { _ = try spec.parse(value) } catch { throw ControlError("\(elementName): \((error as? StageError)?.message ?? "\(error)")", property: property) }
+        } else if playing, flags & UInt32(SL_PROPERTY_MUTABLE_PLAYING) == 0 {
+            throw ControlError("property \(property) of \(elementName) cannot change while the pipeline runs (GStreamer marks it neither changeable while playing nor controllable)", property: property)
+        }
+        guard sl_object_value_valid(element, property, value) != 0 else {
+            throw ControlError("'\(value)' is not a valid value for property \(property) of \(elementName)", property: property)
         }
     }
 
