@@ -60,14 +60,25 @@ public final class PipelineCommands: @unchecked Sendable {
     /// (`Stage.checkLiveChange`: its files, colours, devices), then all are applied. What the
     /// control socket's `set`, the HTTP API's PATCH and the keys do.
     public func set(element name: String?, _ assignments: [(name: String, value: String)]) throws(ControlError) {
+        try assign(name, assignments, playing: true)
+    }
+
+    /// Sets properties of a pipeline that is not playing yet (a source's stage values from
+    /// serve's config): any property that can be set, each checked as `set` checks it (the
+    /// stage checks the whole when it starts). Stages only, unless --control-elements.
+    public func configure(element name: String, _ assignments: [(name: String, value: String)]) throws(ControlError) {
+        try assign(name, assignments, playing: false)
+    }
+
+    private func assign(_ name: String?, _ assignments: [(name: String, value: String)], playing: Bool) throws(ControlError) {
         let element = try target(name)
         defer { gst_object_unref(element) }
         let elementName = objectName(element)
         let descriptor = stageDescriptor(of: element)
         for (property, value) in assignments {
-            try check(element, elementName, descriptor, property, value, playing: true)
+            try check(element, elementName, descriptor, property, value, playing: playing)
         }
-        if let descriptor, let stage = StageElements.registry.withLock({ $0.first { $0.descriptor.name == descriptor.name } }) {
+        if playing, let descriptor, let stage = StageElements.registry.withLock({ $0.first { $0.descriptor.name == descriptor.name } }) {
             var values = StageElements.settings(of: element, descriptor: descriptor).values
             for (property, value) in assignments {
                 if let spec = descriptor.properties.first(where: { $0.name == property }) { values[property] = try? spec.parse(value) }
@@ -80,21 +91,7 @@ public final class PipelineCommands: @unchecked Sendable {
         }
         for (property, value) in assignments { _ = sl_object_set_checked(element, property, value) }
         let settings = assignments.filter { a in descriptor?.properties.first { $0.name == a.name }?.isRequest != true }
-        if let onSet, !settings.isEmpty { onSet(elementName, settings.map { SourceChange.Assignment(name: $0.name, value: $0.value) }) }
-    }
-
-    /// Sets properties of a pipeline that is not playing yet (a source's stage values from
-    /// serve's config): any property that can be set, each checked as `set` checks it (the
-    /// stage checks the whole when it starts). Stages only, unless --control-elements.
-    public func configure(element name: String, _ assignments: [(name: String, value: String)]) throws(ControlError) {
-        let element = try target(name)
-        defer { gst_object_unref(element) }
-        let elementName = objectName(element)
-        let descriptor = stageDescriptor(of: element)
-        for (property, value) in assignments {
-            try check(element, elementName, descriptor, property, value, playing: false)
-            _ = sl_object_set_checked(element, property, value)
-        }
+        if playing, let onSet, !settings.isEmpty { onSet(elementName, settings.map { SourceChange.Assignment(name: $0.name, value: $0.value) }) }
     }
 
     /// One assignment checked before anything is set: no control character in the value, the
