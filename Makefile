@@ -51,8 +51,9 @@ style-report: build
 test-train: build
 	tools/test-train-style.sh $(BIN_RELEASE)
 
-# Unit tests, real pipelines, and the built CLI spawned (see Tests/); then a short pass of the
-# tests that cross into C under AddressSanitizer with leak checking (tools/sanitize.sh).
+# Unit tests, real pipelines, and the built CLI spawned (see Tests/), two suites at a time, each in
+# its own process with its tests in series (tools/run-suites.sh); then a short pass of the tests
+# that cross into C under AddressSanitizer with leak checking (tools/sanitize.sh), the same way.
 ASAN_PASS ?= HTTPServerTests|HTTPAPITests/hostileClientsCostOnlyTheirOwnRequests|WHEPHostilePeerTests|ConsoleTests/mjpegStreamsJPEGPartsAtTheRateAskedFor|StageElementTests|RunTests/stagesWriteIntoFramesNobodyElseHolds|RTSPTests/interrupt|ServeTests/addAndRemove|RegionTests|DeliveryTests|DetectorFamilyTests|CenterFaceDecoderTests|TrackStageTests|BlurStageTests|ZonePipelineTests/eventsAndZonesTravelOnTheBuffers|ObjectCropTests|RegionDecoderTests|PreprocessingTests/swiftStepsGiveOpenVINOsTensor|RecordSinkTests|SegmentationTests/badMasks|SegmentationTests/theAPI|[.]MaskTests|CropMaskTests|YOLOv8SegDecoderTests/garbage|GarbageOutputTests|EventClipTests/theClipHasTheStreamsAudio
 # What each crosses: the HTTP server, WHEP and MJPEG (CHTTPShim, CGstWebShim), the stage
 # elements and the frames they write into (CGstShim), the RTSP server, sources added and
@@ -63,9 +64,9 @@ ASAN_PASS ?= HTTPServerTests|HTTPAPITests/hostileClientsCostOnlyTheirOwnRequests
 # pre-processing compared step by step); the whole suite runs under ASan in `make test-asan`.
 ASAN_SKIP ?= CommandTests
 test: setup
-	$(SWIFT) build
-	$(SWIFT) test --no-parallel
-	tools/sanitize.sh address --filter '$(ASAN_PASS)' --skip '$(ASAN_SKIP)'
+	$(SWIFT) build --build-tests
+	tools/run-suites.sh $$($(SWIFT) build --show-bin-path) .
+	tools/sanitize.sh address '$(ASAN_PASS)' '$(ASAN_SKIP)'
 
 # The loop to run while you work (about a minute after a build): every test of the modules
 # (unit tests, stages on in-memory frames and backends, in-process pipelines and the HTTP server)
@@ -80,10 +81,10 @@ test-fast: setup
 # tools/sanitizers/). The soak is left out: the sanitizers' own memory (ASan's quarantine of
 # freed blocks, TSan's shadow) makes its RSS figures meaningless; it runs in `make test`.
 test-asan: setup
-	tools/sanitize.sh address --skip SoakTests
+	tools/sanitize.sh address . SoakTests
 
 test-tsan: setup
-	tools/sanitize.sh thread --skip SoakTests
+	tools/sanitize.sh thread . SoakTests
 
 # Pass-through overhead of the bridge versus plain gst-launch-1.0, measured in the same run.
 bench-bridge: build

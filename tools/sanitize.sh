@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The test suite under a sanitizer: `make test-asan`, `make test-tsan`, and the short ASan pass of
-# `make test`. Usage: tools/sanitize.sh address|thread [swift test arguments…]
+# `make test`. Usage: tools/sanitize.sh address|thread [FILTER [SKIP]] (regular expressions over
+# test IDs, as tools/run-suites.sh takes them; FILTER . is every test).
 #
 # Everything is built with the sanitizer into its own build folder (.build-asan, .build-tsan), so
 # the CLI tests spawn instrumented `streamlens` binaries: a sanitizer report in a spawned run makes
 # it exit non-zero (ASan/LSan 1, TSan 66) and the test that spawned it fails with the report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind=${1:?usage: tools/sanitize.sh address|thread [swift test arguments…]}; shift
+kind=${1:?usage: tools/sanitize.sh address|thread [FILTER [SKIP]]}; filter=${2:-.}; skip=${3:-}
 case "$kind" in
   address) build=.build-asan; runtime=asan ;;
   thread) build=.build-tsan; runtime=tsan ;;
@@ -40,7 +41,6 @@ echo "sanitize: building with -sanitize=$kind into $build" >&2
 # thousands of lines of noise with no meaning here: filtered.)
 quiet() { grep --line-buffered -v -e "prohibited flag" -e "Cannot export local symbol" || true; }
 status=0
-swift build --build-path "$build" --sanitize="$kind" 2>&1 | quiet; status=${PIPESTATUS[0]}
+swift build --build-path "$build" --sanitize="$kind" --build-tests 2>&1 | quiet; status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || exit "$status"
-swift test --build-path "$build" --sanitize="$kind" --no-parallel "$@" 2>&1 | quiet; status=${PIPESTATUS[0]}
-exit "$status"
+exec tools/run-suites.sh "$(swift build --build-path "$build" --sanitize="$kind" --show-bin-path)" "$filter" "$skip"
