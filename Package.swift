@@ -89,6 +89,8 @@ let package = Package(
                 resources: [.copy("Console")]),
         // serve --config: the YAML file's schema and the state kept beside it (no GStreamer).
         .target(name: "StreamLensConfig", dependencies: ["StreamLensCore", "CYAML"]),
+        // serve's cluster: etcd's JSON gateway over the core's HTTP client, the claim rule, the member loop.
+        .target(name: "StreamLensCluster", dependencies: ["StreamLensCore", "StreamLensGst"]),
         .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT"]),
         // Stages without GStreamer: an in-memory frame, a driver that follows the bridge's rules
         // (FrameDelivery), and an inference backend whose networks are Swift closures, for tests
@@ -99,7 +101,7 @@ let package = Package(
         .target(name: "StreamLensPlugin", dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensBackends"]),
         .executableTarget(
             name: "streamlens",
-            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics", "StreamLensAPI", "StreamLensHTTP", "StreamLensConfig"]),
+            dependencies: ["StreamLensCore", "StreamLensGst", "StreamLensInference", "StreamLensBackends", "StreamLensStages", "StreamLensMetrics", "StreamLensAPI", "StreamLensHTTP", "StreamLensConfig", "StreamLensCluster"]),
         // Examples are build targets, so they cannot rot.
         .executableTarget(
             name: "brightness-meter",
@@ -115,7 +117,7 @@ let package = Package(
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
         // The HTTP server and API in-process, on real pipelines, with raw sockets and curl as clients.
-        .testTarget(name: "StreamLensConfigTests", dependencies: ["StreamLensConfig"]),
+        .testTarget(name: "StreamLensConfigTests", dependencies: ["StreamLensConfig", "StreamLensCluster"]),
         .testTarget(name: "StreamLensAPITests", dependencies: ["StreamLensAPI", "StreamLensHTTP", "StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensOpenVINO", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),

@@ -4,8 +4,8 @@
 #   1. Debian packages: GStreamer 1.22 (dev headers, plugins, tools, gst-rtsp-server) and ffmpeg
 #      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker,
 #      mosquitto_sub and mosquitto_passwd for the MQTT tests and openssl for their TLS
-#      certificates; Prometheus' promtool and curl for the metrics tests (no system broker or
-#      Prometheus server left running).
+#      certificates; Prometheus' promtool and curl for the metrics tests; etcd-server for
+#      serve's cluster and its tests (no system broker, Prometheus or etcd left running).
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -81,14 +81,15 @@ install_missing "${APT_PACKAGES[@]}"
 
 # Packages that come with a server: MQTT (lensmetadata location=mqtt://…: the client library,
 # and Debian's broker and mosquitto_sub for the tests, which start their own broker on loopback
-# on a free port) and Prometheus (its promtool checks the /metrics page in the tests; no
-# Prometheus server is needed). Debian starts a system broker on port 1883 and a Prometheus on
-# 9090 when they are installed; set-up must leave no server running that it started. So it
+# on a free port), Prometheus (its promtool checks the /metrics page in the tests; no
+# Prometheus server is needed) and etcd (serve's cluster: the tests start their own on loopback,
+# data in a temporary folder). Debian starts a system broker on port 1883, a Prometheus on 9090
+# and an etcd on 2379 when they are installed; set-up must leave no server running that it started. So it
 # installs them with a policy-rc.d that forbids starting services (unless the machine already
 # has one: containers usually do), then stops and disables the services anyway, through
 # systemd when it runs, else through the init scripts.
-SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus)
-SERVICES=(mosquitto prometheus)
+SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus etcd-server)
+SERVICES=(mosquitto prometheus etcd)
 mapfile -t missing < <(missing_packages "${SERVICE_PACKAGES[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]} (with no service started)"

@@ -47,8 +47,30 @@ public struct ServeConfig: Sendable, Equatable {
         public var uriLine: Int
     }
 
+    /// `cluster:`: serve as one of several instances sharing one camera list in etcd
+    /// (docs/scaling.md).
+    public struct Cluster: Sendable, Equatable {
+        /// etcd client URLs (`http://HOST:PORT`), tried in turn.
+        public var etcd: [String]
+        /// This instance's name in the cluster (the host name by default).
+        public var instance: String
+        /// The lease's time to live, seconds: how long a dead instance's cameras wait.
+        public var leaseTTL: Int
+        /// At most this many cameras here (nil: no limit but the fair share).
+        public var limit: Int?
+        /// The keys' prefix in etcd (one cluster per prefix).
+        public var prefix: String
+        /// The HTTP address the other instances reach this one's API at (the listener's by default).
+        public var advertise: String?
+        public var line: Int
+
+        public static let defaultLeaseTTL = 5
+        public static let defaultPrefix = "/streamlens/"
+    }
+
     public var file: String
     public var http: HTTP?
+    public var cluster: Cluster?
     /// A control socket's path (`--control`).
     public var control: Located<String>?
     /// A name under Pipelines/, a path, or the pipeline's text, as `serve TEMPLATE` takes it.
@@ -58,7 +80,7 @@ public struct ServeConfig: Sendable, Equatable {
     public var statePath: String
     public var sources: [Source]
 
-    static let keys = ["http", "control", "pipeline", "variables", "state", "sources"]
+    static let keys = ["http", "control", "pipeline", "variables", "state", "sources", "cluster"]
 
     /// Reads and checks `path`.
     public static func load(path: String) throws(ConfigError) -> ServeConfig {
@@ -91,6 +113,7 @@ public struct ServeConfig: Sendable, Equatable {
                                tokenFile: try r.located(http["token-file"], "http: token-file"),
                                allowOrigin: try r.located(http["allow-origin"], "http: allow-origin"))
         }
+        if let node = top["cluster"] { config.cluster = try r.cluster(node) }
         config.control = try r.located(top["control"], "control")
         if let state = try r.located(top["state"], "state") { config.statePath = state.value }
         if let node = top["variables"] { config.variables = try r.variables(node, "variables") }
@@ -115,8 +138,22 @@ public struct ServeConfig: Sendable, Equatable {
         return url.deletingPathExtension().appendingPathExtension("state.json").path
     }
 
-    /// Template variables: ${NAME} and ${URI} are each source's own.
-    static let reservedVariables: Set<String> = ["NAME", "URI"]
+    /// Template variables: ${NAME} and ${URI} are each source's own; in a cluster ${INSTANCE}
+    /// and ${CLAIM} are the instance's name and the claim's revision.
+    static let reservedVariables: Set<String> = ["NAME", "URI", "INSTANCE", "CLAIM"]
+}
+
+extension ServeConfig.Cluster {
+    /// Why an etcd endpoint is not one (nil: it is): http://HOST:PORT (etcd's JSON gateway on
+    /// its client port; no TLS).
+    public static func endpointProblem(_ endpoint: String) -> String? {
+        guard let c = URLComponents(string: endpoint), c.scheme == "http", let host = c.host, !host.isEmpty, c.port != nil,
+              c.path.isEmpty || c.path == "/" else {
+            return endpoint.hasPrefix("https://") ? "\(endpoint): https is not supported (etcd's client port over plain HTTP; keep it on a private network)"
+                : "\(endpoint) is not an etcd client URL (http://HOST:PORT, e.g. http://127.0.0.1:2379)"
+        }
+        return nil
+    }
 }
 
 /// Reads nodes against the schema; every refusal names the file, the line and the key.
@@ -164,11 +201,53 @@ private struct Reader {
                 && !("0"..."9").contains(pair.key.unicodeScalars.first!)
             guard valid else { throw fail(pair.keyLine, "\(what): \(pair.key) is not a variable name (capitals, digits and _, as ${NAME} in the template)") }
             guard !ServeConfig.reservedVariables.contains(pair.key) else {
-                throw fail(pair.keyLine, "\(what): \(pair.key) is each source's own (its name: and uri:), not a variable to set")
+                let whose = ["NAME", "URI"].contains(pair.key) ? "each source's own (its name: and uri:)" : "set by serve in a cluster (the instance, the claim's revision)"
+                throw fail(pair.keyLine, "\(what): \(pair.key) is \(whose), not a variable to set")
             }
             out[pair.key] = try scalar(pair.value, "\(what): \(pair.key)") ?? ""
         }
         return out
+    }
+
+    func cluster(_ node: YAMLNode) throws(ConfigError) -> ServeConfig.Cluster {
+        let m = try mapping(node, "cluster", keys: ["etcd", "instance", "lease-ttl", "limit", "prefix", "advertise"])
+        var endpoints: [String] = []
+        switch m["etcd"]?.value {
+        case .sequence(let items)?:
+            for item in items { if let e = try scalar(item, "cluster: etcd") { endpoints.append(e) } }
+        case .some:
+            endpoints = (try scalar(m["etcd"]!, "cluster: etcd") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        case nil: break
+        }
+        guard !endpoints.isEmpty else { throw fail(m["etcd"]?.line ?? node.line, "cluster: needs etcd: the etcd client URL(s), e.g. http://etcd:2379") }
+        for e in endpoints where ServeConfig.Cluster.endpointProblem(e) != nil {
+            throw fail(m["etcd"]!.line, "cluster: etcd: \(ServeConfig.Cluster.endpointProblem(e)!)")
+        }
+        var cluster = ServeConfig.Cluster(etcd: endpoints, instance: ProcessInfo.processInfo.hostName, leaseTTL: ServeConfig.Cluster.defaultLeaseTTL,
+                                          limit: nil, prefix: ServeConfig.Cluster.defaultPrefix, advertise: nil, line: node.line)
+        if let n = m["instance"], let name = try scalar(n, "cluster: instance") {
+            guard SourceName.isValid(name) else { throw fail(n.line, "cluster: instance \(name): a name is 1–64 letters, digits, '-' or '_'") }
+            cluster.instance = name
+        }
+        if let n = m["lease-ttl"], let text = try scalar(n, "cluster: lease-ttl") {
+            guard let ttl = Int(text), (2...60).contains(ttl) else { throw fail(n.line, "cluster: lease-ttl \(text): whole seconds from 2 to 60") }
+            cluster.leaseTTL = ttl
+        }
+        if let n = m["limit"], let text = try scalar(n, "cluster: limit") {
+            guard let limit = Int(text), limit >= 0 else { throw fail(n.line, "cluster: limit \(text): a number of cameras, 0 or more") }
+            cluster.limit = limit
+        }
+        if let n = m["prefix"], let text = try scalar(n, "cluster: prefix") {
+            guard text.hasPrefix("/"), !text.contains(where: { $0.isWhitespace }) else { throw fail(n.line, "cluster: prefix \(text): a key prefix starting with /") }
+            cluster.prefix = text.hasSuffix("/") ? text : text + "/"
+        }
+        if let n = m["advertise"], let text = try scalar(n, "cluster: advertise") {
+            guard text.hasPrefix("http://"), URLComponents(string: text)?.host != nil else {
+                throw fail(n.line, "cluster: advertise \(text): the URL the other instances reach this one's API at, http://HOST:PORT")
+            }
+            cluster.advertise = text
+        }
+        return cluster
     }
 
     func source(_ node: YAMLNode, index: Int) throws(ConfigError) -> ServeConfig.Source {

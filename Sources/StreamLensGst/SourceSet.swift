@@ -45,9 +45,17 @@ public final class SourceSet: SourceCatalog, @unchecked Sendable {
         /// The median age of the frames leaving the pipeline's slowest stage, ms: how far behind
         /// its source the pipeline shows (live sources; nil before a frame).
         public var latencyMs: Double?
+        /// In a cluster, the instance that runs it (nil: not claimed, or no cluster).
+        public var instance: String?
+
+        public init(name: String, uri: String, state: String, fps: Double, frames: Int, drops: Int, restarts: Int, seconds: Double,
+                    error: String?, latencyMs: Double?, instance: String? = nil) {
+            (self.name, self.uri, self.state, self.fps, self.frames, self.drops) = (name, uri, state, fps, frames, drops)
+            (self.restarts, self.seconds, self.error, self.latencyMs, self.instance) = (restarts, seconds, error, latencyMs, instance)
+        }
 
         enum CodingKeys: String, CodingKey {
-            case name, uri, state, fps, frames, drops, restarts, seconds, error
+            case name, uri, state, fps, frames, drops, restarts, seconds, error, instance
             case latencyMs = "latency_ms"
         }
     }

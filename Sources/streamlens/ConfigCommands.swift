@@ -74,11 +74,15 @@ struct ServePlan {
     }
 
     /// The pipeline text of a source by name (a source added later gets the file's variables).
-    var expand: @Sendable (String, String) throws -> String {
+    var expand: @Sendable (String, String) throws -> String { expand(more: { _ in [:] }) }
+
+    /// `expand`, with variables of serve's own for each source (a cluster's ${INSTANCE}, ${CLAIM}).
+    func expand(more: @escaping @Sendable (_ name: String) -> [String: String]) -> @Sendable (String, String) throws -> String {
         let (config, spec, environment) = (config, spec, ProcessInfo.processInfo.environment)
-        let own = Dictionary(uniqueKeysWithValues: sources.map { ($0.name, $0.variables) })
+        let own = Dictionary(uniqueKeysWithValues: config.sources.map { ($0.name, $0.variables) })
         return { name, uri in
-            try spec.expanded(variables: Self.variables(config, name: name, uri: uri, own: own[name] ?? [:]), environment: environment)
+            let variables = Self.variables(config, name: name, uri: uri, own: own[name] ?? [:]).merging(more(name)) { $1 }
+            return try spec.expanded(variables: variables, environment: environment)
         }
     }
 }
@@ -109,6 +113,7 @@ func serveConfigured(_ path: String, _ args: [String]) -> Int32 {
     if options.control == nil, let control = plan.config.control { options.control = .socket(path: control.value) }
     ThreadBudget.process.throughput.store(true, ordering: .relaxed)
     let log: @Sendable (String) -> Void = { writeStandardError("streamlens: \($0)\n") }
+    if let cluster = plan.config.cluster { return serveClustered(plan, cluster, options: options, http: http, log: log) }
     let keeper = ServeStateKeeper(path: plan.config.statePath, state: plan.state, config: plan.config, log: log)
     let set = SourceSet(options: options, keeper: KeptChanges(keeper: keeper), expand: plan.expand)
     let api = http.address.map { _ in startAPI(http, catalog: set, quiet: options.quiet) }
