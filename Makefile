@@ -71,7 +71,7 @@ test: setup
 # The loop to run while you work (about a minute after a build): every test of the modules
 # (unit tests, stages on in-memory frames and backends, in-process pipelines and the HTTP server)
 # in parallel; not CLITests, which spawn the built binary (make test runs everything).
-FAST_SUITES := StreamLensCoreTests|StreamLensConfigTests|StreamLensStagesTests|StreamLensInferenceTests|StreamLensGstTests|StreamLensAPITests
+FAST_SUITES := StreamLensCoreTests|StreamLensConfigTests|StreamLensClusterTests|StreamLensStagesTests|StreamLensInferenceTests|StreamLensGstTests|StreamLensAPITests
 test-fast: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --filter '^($(FAST_SUITES))\.'

@@ -117,7 +117,8 @@ let package = Package(
 
         .testTarget(name: "StreamLensCoreTests", dependencies: ["StreamLensCore", "StreamLensMetrics", "StreamLensDraw"]),
         // The HTTP server and API in-process, on real pipelines, with raw sockets and curl as clients.
-        .testTarget(name: "StreamLensConfigTests", dependencies: ["StreamLensConfig", "StreamLensCluster"]),
+        .testTarget(name: "StreamLensConfigTests", dependencies: ["StreamLensConfig"]),
+        .testTarget(name: "StreamLensClusterTests", dependencies: ["StreamLensCluster", "StreamLensTesting"]),
         .testTarget(name: "StreamLensAPITests", dependencies: ["StreamLensAPI", "StreamLensHTTP", "StreamLensCore"]),
         .testTarget(name: "StreamLensInferenceTests", dependencies: ["StreamLensInference", "StreamLensOpenVINO", "StreamLensCore"]),
         .testTarget(name: "StreamLensStagesTests", dependencies: ["StreamLensStages", "StreamLensTesting", "StreamLensCore", "StreamLensInference", "StreamLensBackends"]),

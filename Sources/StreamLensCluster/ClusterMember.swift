@@ -239,12 +239,12 @@ public final class ClusterMember: Sendable {
     /// Ends a camera here (its outputs finalized), then, with `release`, deletes its claim if it
     /// is still under that lease.
     private func end(_ name: String, release: Int64?) {
-        state.withLock { $0.busy.insert(name) }
+        state.withLock { _ = $0.busy.insert(name) }
         Thread.detachNewThread { [self] in
             _ = set.remove(name: name)
             if let release {
-                try? etcd.delete(key("status", name), ifLease: release)
-                try? etcd.delete(key("claims", name), ifLease: release)
+                _ = try? etcd.delete(key("status", name), ifLease: release)
+                _ = try? etcd.delete(key("claims", name), ifLease: release)
                 log("cluster: \(settings.instance) gave \(name) up")
             }
             state.withLock { $0.running[name] = nil; _ = $0.busy.remove(name); $0.published[name] = nil }

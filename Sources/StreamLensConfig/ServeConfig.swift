@@ -113,7 +113,7 @@ public struct ServeConfig: Sendable, Equatable {
                                tokenFile: try r.located(http["token-file"], "http: token-file"),
                                allowOrigin: try r.located(http["allow-origin"], "http: allow-origin"))
         }
-        if let node = top["cluster"] { config.cluster = try r.cluster(node) }
+        if let node = top["cluster"] { config.cluster = try r.cluster(node, keyLine: r.keyLine(root, "cluster") ?? node.line) }
         config.control = try r.located(top["control"], "control")
         if let state = try r.located(top["state"], "state") { config.statePath = state.value }
         if let node = top["variables"] { config.variables = try r.variables(node, "variables") }
@@ -209,7 +209,7 @@ private struct Reader {
         return out
     }
 
-    func cluster(_ node: YAMLNode) throws(ConfigError) -> ServeConfig.Cluster {
+    func cluster(_ node: YAMLNode, keyLine: Int) throws(ConfigError) -> ServeConfig.Cluster {
         let m = try mapping(node, "cluster", keys: ["etcd", "instance", "lease-ttl", "limit", "prefix", "advertise"])
         var endpoints: [String] = []
         switch m["etcd"]?.value {
@@ -219,12 +219,12 @@ private struct Reader {
             endpoints = (try scalar(m["etcd"]!, "cluster: etcd") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         case nil: break
         }
-        guard !endpoints.isEmpty else { throw fail(m["etcd"]?.line ?? node.line, "cluster: needs etcd: the etcd client URL(s), e.g. http://etcd:2379") }
+        guard !endpoints.isEmpty else { throw fail(m["etcd"]?.line ?? keyLine, "cluster: needs etcd: the etcd client URL(s), e.g. http://etcd:2379") }
         for e in endpoints where ServeConfig.Cluster.endpointProblem(e) != nil {
             throw fail(m["etcd"]!.line, "cluster: etcd: \(ServeConfig.Cluster.endpointProblem(e)!)")
         }
         var cluster = ServeConfig.Cluster(etcd: endpoints, instance: ProcessInfo.processInfo.hostName, leaseTTL: ServeConfig.Cluster.defaultLeaseTTL,
-                                          limit: nil, prefix: ServeConfig.Cluster.defaultPrefix, advertise: nil, line: node.line)
+                                          limit: nil, prefix: ServeConfig.Cluster.defaultPrefix, advertise: nil, line: keyLine)
         if let n = m["instance"], let name = try scalar(n, "cluster: instance") {
             guard SourceName.isValid(name) else { throw fail(n.line, "cluster: instance \(name): a name is 1–64 letters, digits, '-' or '_'") }
             cluster.instance = name

@@ -77,7 +77,36 @@ import Testing
         ("pipeline: x ! y\n---\npipeline: z\n", 3, ["second document"]),
         ("[1, 2]\n", 1, ["the config is a list"]),
         ("pipeline: x ! y\n? [a, b]\n: c\n", 2, ["keys are single values"]),
+        ("pipeline: x ! y\ncluster:\n  instance: a\n", 2, ["cluster: needs etcd"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: https://etcd:2379\n", 3, ["https is not supported"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: etcd:2379\n", 3, ["not an etcd client URL", "http://HOST:PORT"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: http://e:2379\n  lease-ttl: 1\n", 4, ["lease-ttl 1", "2 to 60"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: http://e:2379\n  limit: -1\n", 4, ["limit -1"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: http://e:2379\n  instance: a b\n", 4, ["instance a b", "letters, digits"]),
+        ("pipeline: x ! y\ncluster:\n  etcd: http://e:2379\n  peers: 3\n", 4, ["cluster: unknown key peers"]),
+        ("pipeline: x ! y\nvariables:\n  CLAIM: x\n", 3, ["CLAIM is set by serve in a cluster"]),
     ]
+
+    @Test func theClusterSectionIsRead() throws {
+        let c = try ServeConfig.parse("""
+            pipeline: x ! y
+            cluster:
+              etcd: [http://etcd-0:2379, http://etcd-1:2379]
+              instance: cam-node-1
+              lease-ttl: 8
+              limit: 12
+              prefix: /site-a
+              advertise: http://10.0.0.5:8080
+            """, file: "c.yaml")
+        #expect(c.cluster == .init(etcd: ["http://etcd-0:2379", "http://etcd-1:2379"], instance: "cam-node-1", leaseTTL: 8, limit: 12,
+                                   prefix: "/site-a/", advertise: "http://10.0.0.5:8080", line: 2))
+        let d = try ServeConfig.parse("pipeline: x ! y\ncluster:\n  etcd: http://a:2379, http://b:2379\n", file: "d.yaml")
+        #expect(d.cluster?.etcd == ["http://a:2379", "http://b:2379"])
+        #expect(d.cluster?.instance == ProcessInfo.processInfo.hostName)
+        #expect(d.cluster?.leaseTTL == 5)
+        #expect(d.cluster?.prefix == "/streamlens/")
+        #expect(try ServeConfig.parse("pipeline: x ! y\n", file: "e.yaml").cluster == nil)
+    }
 
     @Test(arguments: refusals.indices) func aBadFileIsRefusedWithItsLine(_ i: Int) {
         let (text, line, words) = Self.refusals[i]
