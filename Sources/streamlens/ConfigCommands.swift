@@ -69,8 +69,10 @@ struct ServePlan {
         variables(config, name: source.name, uri: source.uri, own: source.variables)
     }
 
+    /// In a cluster, ${INSTANCE} and ${CLAIM} too (the claim's revision once claimed; 0 here).
     static func variables(_ config: ServeConfig, name: String, uri: String, own: [String: String]) -> [String: String] {
-        config.variables.merging(own) { $1 }.merging(["NAME": name, "URI": uri]) { $1 }
+        let cluster = config.cluster.map { ["INSTANCE": $0.instance, "CLAIM": "0"] } ?? [:]
+        return config.variables.merging(own) { $1 }.merging(["NAME": name, "URI": uri]) { $1 }.merging(cluster) { $1 }
     }
 
     /// The pipeline text of a source by name (a source added later gets the file's variables).
