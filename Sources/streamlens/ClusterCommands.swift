@@ -21,9 +21,14 @@ func serveClustered(_ plan: ServePlan, _ cluster: ServeConfig.Cluster, options: 
     }
     let set = SourceSet(options: options, expand: expand)
     let etcd = EtcdClient(endpoints: cluster.etcd, timeout: Double(cluster.leaseTTL) / 3)
-    // What the others are told this instance's API is: `advertise:`, else the listener's address
-    // (a wildcard one by the host name).
-    let advertised = cluster.advertise ?? http.address.map { a in
+    // What the others are told this instance's API is: `advertise:`, else STREAMLENS_ADVERTISE
+    // (a Kubernetes pod's own address, from the downward API), else the listener's address (a
+    // wildcard one by the host name).
+    let environment = ProcessInfo.processInfo.environment["STREAMLENS_ADVERTISE"].flatMap { $0.isEmpty ? nil : $0 }
+    if let environment, !environment.hasPrefix("http://") {
+        fail("STREAMLENS_ADVERTISE \(environment): the URL the other instances reach this one's API at, http://HOST:PORT", code: 2)
+    }
+    let advertised = cluster.advertise ?? environment ?? http.address.map { a in
         HTTPAddress(host: ["0.0.0.0", "::", ""].contains(a.host) ? ProcessInfo.processInfo.hostName : a.host, port: a.port).url
     }
     let settings = ClusterMember.Settings(instance: instance, prefix: cluster.prefix, leaseTTL: cluster.leaseTTL, limit: cluster.limit, http: advertised)
