@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train image
+.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-cluster bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train image
 
 setup:
 	@tools/setup.sh
@@ -140,6 +140,12 @@ bench-precision: build
 # run, NS="1 2 4 8"). Not part of `make bench`.
 bench-streams: build
 	bench/streams.sh $(BIN_RELEASE)
+
+# serve's cluster (docs/scaling.md): three instances, one etcd, six cameras; failover after
+# kill -9 (median and p95 of KILLS=10), the move after SIGTERM, and the cost of coordination
+# (etcd requests and the instances' CPU a minute, with no camera and with six; bench/cluster.py).
+bench-cluster: build
+	python3 bench/cluster.py $(BIN_RELEASE)
 
 # The HTTP API under load: 16 live sources in one `streamlens serve --http`, GET /api/sources and
 # PATCH latency and the frames delivered, quiet against 1000 idle connections and 8 slowloris
