@@ -160,6 +160,9 @@ public final class APIServer: Sendable {
         case .success(let (route, parameters)):
             var c = call(parameters)
             c.authenticated = tokenGiven
+            if route.answeredByHolder, let name = parameters["name"], let holder = catalog.holder(of: name) {
+                return forward(c, to: holder, source: name)
+            }
             route.handle(self, c)
         case .failure(let refusal): call([:]).reply(refusal)
         }

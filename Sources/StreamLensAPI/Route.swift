@@ -50,6 +50,15 @@ struct Route: Sendable {
         self.handle = handle
     }
 
+    /// A request about one source that its holder answers, when another instance of a cluster
+    /// runs it (`SourceCatalog.holder`): the source itself, its stages, keys, clips and WHEP
+    /// (the browser then reaches the holder's video directly). Not adding or removing it (etcd
+    /// does, from any instance), nor the streams (MJPEG, regions), which stay on their instance.
+    var answeredByHolder: Bool {
+        path.hasPrefix("/api/sources/{name}") && !(method == "DELETE" && path == "/api/sources/{name}")
+            && !path.hasSuffix("/mjpeg") && !path.hasSuffix("/regions")
+    }
+
     /// The parameters of `path` when it matches this route's pattern.
     func match(_ path: String) -> [String: String]? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()

@@ -84,5 +84,11 @@ public final class ClusterCatalog: SourceCatalog, Sendable {
 
     public func commands(of name: String) -> PipelineCommands? { set.commands(of: name) }
 
+    public func holder(of name: String) -> String? {
+        let view = member.view
+        guard let claim = view.claims[name], claim.instance != member.settings.instance else { return nil }
+        return view.instances[claim.instance]?.http
+    }
+
     public func stageSummaries(of name: String) -> [StageSummary] { set.stageSummaries(of: name) }
 }

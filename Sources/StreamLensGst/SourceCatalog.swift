@@ -18,10 +18,15 @@ public protocol SourceCatalog: AnyObject, Sendable {
     /// restart; nil when it is, or nothing keeps changes.
     var changesNotKept: String? { get }
     func stageSummaries(of name: String) -> [StageSummary]
+    /// The HTTP API (http://HOST:PORT) of the instance that runs source `name` when that is
+    /// another instance of a cluster: requests about the source go there. Nil: it runs here (or
+    /// nowhere yet).
+    func holder(of name: String) -> String?
 }
 
 extension SourceCatalog {
     public var changesNotKept: String? { nil }
+    public func holder(of name: String) -> String? { nil }
 }
 
 /// A change made to a running serve through its API or control socket, for whatever keeps

@@ -182,9 +182,16 @@ struct ClusterTests {
         #expect(try HTTPAPITests.request("POST", rig.api("a") + "/sources", json: #"{"name":"bad","uri":"not a uri"}"#).status == 422)
         placement = try #require(rig.settle(["door", "hall"], on: "ab", timeout: 30))
         #expect(rig.counts(placement).values.sorted() == [1, 1], "\(placement)")
-        // Removed through the instance that does not run it: ended where it ran.
         let holder = placement["hall"]!
         let other = holder == "a" ? "b" : "a"
+        // Asked about hall, the instance that does not run it answers with its holder's figures
+        // and stages (the request goes on to the holder).
+        let detail = try HTTPAPITests.curl(rig.api(other) + "/sources/hall")
+        #expect(detail.status == 200 && detail.object["instance"] as? String == holder, "\(detail.body)")
+        #expect((detail.object["frames"] as? Int ?? 0) > 0 && (detail.object["stages"] as? [Any])?.isEmpty == false, "\(detail.body)")
+        let stages = try HTTPAPITests.curl(rig.api(other) + "/sources/hall/stages")
+        #expect(stages.status == 200 && stages.body.contains("lensmetadata"), "\(stages.body)")
+        // Removed through the instance that does not run it: ended where it ran.
         let removed = try HTTPAPITests.request("DELETE", rig.api(other) + "/sources/hall")
         #expect(removed.status == 200, "\(removed.body)")
         #expect(rig.instances[holder]!.waitFor("gave hall up", timeout: 10))
