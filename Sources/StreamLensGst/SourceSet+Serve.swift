@@ -1,8 +1,9 @@
 import Foundation
 import StreamLensCore
 
-/// `streamlens serve`'s control channel (one command line, one answer line) and its life.
-extension SourceSet {
+/// `streamlens serve`'s control channel (one command line, one answer line): the same calls
+/// as the HTTP API's, on whichever catalog serves (a `SourceSet`, or a cluster's view of etcd).
+extension SourceCatalog {
     /// One control line (`ServeCommand`), answered with one line: "ok", "error: …", or what was
     /// asked for.
     public func execute(_ line: String) -> String {
@@ -17,6 +18,7 @@ extension SourceSet {
             case .remove(let name):
                 return remove(name: name).map { "error: \($0.message)" } ?? "ok"
             case .source(let name, let inner):
+                if let holder = holder(of: name) { return "error: source \(name) runs on another instance of the cluster (\(holder)): its HTTP API, or any instance's, changes it" }
                 guard let commands = commands(of: name) else { return "error: \(SourceRefusal.unknown(name, among: statuses().map(\.name)).message)" }
                 return commands.execute(inner)
             }
@@ -33,13 +35,15 @@ extension SourceSet {
     /// `keepRunning`: sources can come later (a control channel or the HTTP API), so serve runs
     /// until an interrupt even with none, or with every source ended.
     /// `stageValues`: properties set on a source's stages before it starts (by source name).
+    /// `catalog`: what the control channel's commands act on (this set by default).
     public func serve(initial: [(name: String, uri: String)], stageValues: [String: [(element: String, property: String, value: String)]] = [:],
-                      control: ControlSource?, access: ControlAccess, echo: Bool, keepRunning: Bool? = nil) -> Int32 {
+                      control: ControlSource?, access: ControlAccess, echo: Bool, keepRunning: Bool? = nil, catalog: (any SourceCatalog)? = nil) -> Int32 {
         let keepRunning = keepRunning ?? (control != nil)
         Pipeline.installInterruptHandlers()
         var channel: ControlChannel?
         if let control {
-            let c = ControlChannel(echo: echo, access: access, handler: { [self] in execute($0) })
+            let catalog: any SourceCatalog = catalog ?? self
+            let c = ControlChannel(echo: echo, access: access, handler: { catalog.execute($0) })
             do { try c.start(control) } catch {
                 log("error: \(error)")
                 return 1

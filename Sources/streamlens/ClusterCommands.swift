@@ -45,7 +45,7 @@ func serveClustered(_ plan: ServePlan, _ cluster: ServeConfig.Cluster, options: 
         for v in s.stages { stages[v.element, default: [:]][v.property] = v.value }
         return (s.name, ClusterView.Source(uri: s.uri, stages: stages.isEmpty ? nil : stages))
     })
-    let code = set.serve(initial: [], control: options.control, access: options.controlAccess, echo: !options.quiet, keepRunning: true)
+    let code = set.serve(initial: [], control: options.control, access: options.controlAccess, echo: !options.quiet, keepRunning: true, catalog: catalog)
     running.leave()
     return code
 }
