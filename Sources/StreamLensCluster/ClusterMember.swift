@@ -205,8 +205,15 @@ public final class ClusterMember: Sendable {
                   let revision = try etcd.create(key("claims", name), Self.encode(["instance": settings.instance]), lease: lease) else { continue }
             begin(name, source, revision: revision, lease: lease)
         }
-        // States published for the others (the API lists them), when they change.
+        // A pipeline here that no claim of this instance accounts for (its start finished after
+        // the fence let the claims go): ended.
         let statuses = set.statuses()
+        let (runningNow, busyNow) = state.withLock { ($0.running, $0.busy) }
+        for s in statuses where runningNow[s.name] == nil && !busyNow.contains(s.name)
+            && (s.state == SourceSet.State.playing.rawValue || s.state == SourceSet.State.starting.rawValue) {
+            end(s.name, release: nil)
+        }
+        // States published for the others (the API lists them), when they change.
         for s in statuses {
             guard let revision = state.withLock({ $0.running[s.name] }), view.claims[s.name]?.revision == revision else { continue }
             let status = ClusterView.Status(instance: settings.instance, state: s.state, error: s.error.map { String($0.split(separator: "\n").first ?? "") })
