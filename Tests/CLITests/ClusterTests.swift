@@ -38,7 +38,8 @@ struct ClusterTests {
         func api(_ i: String) -> String { "http://127.0.0.1:\(ports[i]!)/api" }
 
         /// Starts instance `i` (its config written at each start) and waits until its API answers.
-        func start(_ i: String, sources: String = "") throws {
+        /// `control`: a control socket for this instance (serve's `control:`).
+        func start(_ i: String, sources: String = "", control: String? = nil) throws {
             try FileManager.default.createDirectory(atPath: folder(i), withIntermediateDirectories: true)
             if ports[i] == nil { ports[i] = freeLoopbackPort() }
             let config = """
@@ -51,6 +52,7 @@ struct ClusterTests {
                   etcd: \(etcd.endpoint)
                   instance: \(i)
                 \(extra)
+                \(control.map { "control: \($0)" } ?? "")
                 \(sources)
                 """
             let path = work.appendingPathComponent("\(i).yaml").path
@@ -175,8 +177,18 @@ struct ClusterTests {
               - name: door
                 uri: file://\(rig.clip)
             """
-        for i in ["a", "b"] { try rig.start(i, sources: sources) }
+        let socket = rig.work.appendingPathComponent("a.sock").path
+        for i in ["a", "b"] { try rig.start(i, sources: sources, control: i == "a" ? socket : nil) }
         var placement = try #require(rig.settle(["door"], on: "ab", timeout: 60))
+        // The control socket acts on the cluster: it lists every camera, and a camera added
+        // through it goes to etcd (either instance may run it); one run elsewhere is named with
+        // its holder.
+        #expect(try ServeTests.ask(socket, "sources").contains("\"instance\""))
+        #expect(try ServeTests.ask(socket, "add porch file://\(rig.clip)") == "ok")
+        let porch = try #require(rig.settle(["door", "porch"], on: "ab", timeout: 30))["porch"]!
+        let listed = try ServeTests.ask(socket, "list porch")
+        #expect(porch == "a" ? listed.contains("lensmetadata") : listed.contains("runs on another instance"), "porch on \(porch): \(listed)")
+        #expect(try ServeTests.ask(socket, "remove porch") == "ok")
         let r = try HTTPAPITests.request("POST", rig.api("b") + "/sources", json: #"{"name":"hall","uri":"file://\#(rig.clip)"}"#)
         #expect(r.status == 201, "\(r.body)")
         #expect(try HTTPAPITests.request("POST", rig.api("a") + "/sources", json: #"{"name":"bad","uri":"not a uri"}"#).status == 422)
