@@ -189,6 +189,25 @@ struct ClusterTests {
         let listed = try ServeTests.ask(socket, "list porch")
         #expect(porch == "a" ? listed.contains("lensmetadata") : listed.contains("runs on another instance"), "porch on \(porch): \(listed)")
         #expect(try ServeTests.ask(socket, "remove porch") == "ok")
+        // A camera written into etcd by someone else, its URI carrying a pipeline of its own: the
+        // instance that claims it refuses it as the API would (failed, with the reason), and
+        // nothing of it runs.
+        let pwned = rig.work.appendingPathComponent("pwned").path
+        let key = Data("/streamlens/sources/evil".utf8).base64EncodedString()
+        let value = Data(#"{"uri":"file:///x ! filesink location=\#(pwned)"}"#.utf8).base64EncodedString()
+        let put = try CLI.spawn(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-X", "POST", rig.etcd.endpoint + "/v3/kv/put", "-d", #"{"key":"\#(key)","value":"\#(value)"}"#], timeout: 20)
+        #expect(put.status == 0, "\(put.stderr)")
+        var evil: [String: Any] = [:]
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let list = (try HTTPAPITests.curl(rig.api("a") + "/sources").json as? [[String: Any]]) ?? []
+            evil = list.first { $0["name"] as? String == "evil" } ?? [:]
+            if evil["state"] as? String == "failed" { break }
+            usleep(200_000)
+        }
+        #expect(evil["state"] as? String == "failed" && (evil["error"] as? String ?? "").contains("percent-encode"), "\(evil)")
+        #expect(!FileManager.default.fileExists(atPath: pwned))
+        #expect(try HTTPAPITests.request("DELETE", rig.api("b") + "/sources/evil").status == 200)
         let r = try HTTPAPITests.request("POST", rig.api("b") + "/sources", json: #"{"name":"hall","uri":"file://\#(rig.clip)"}"#)
         #expect(r.status == 201, "\(r.body)")
         #expect(try HTTPAPITests.request("POST", rig.api("a") + "/sources", json: #"{"name":"bad","uri":"not a uri"}"#).status == 422)
