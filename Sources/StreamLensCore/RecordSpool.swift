@@ -1,0 +1,259 @@
+import Foundation
+import Synchronization
+
+/// At least once, through an outage: the records a bus sink (Kafka, NATS) has not yet seen
+/// acknowledged, each with its sequence number, kept in memory up to `maxQueued` and, with a
+/// spool folder, on disk up to `spoolBytes`, handed out oldest first and handed out again when a
+/// connection is lost before their acknowledgement — across a restart too.
+///
+/// Sequence numbers rise by one per record without gaps, and go on where the last run stopped
+/// (the spool keeps the next one), so consumers see gaps (records dropped) and repeats (sent
+/// twice) for what they are. Past the bounds the oldest records are dropped and counted.
+///
+/// The spool is a write-ahead log: every record is appended before it is sent (the memory
+/// queue is a window onto it), in segment files `SEQ.spool` (each entry a line `SEQ LENGTH`,
+/// the record's bytes, a newline), with `state.json` holding the next sequence number and the
+/// highest one acknowledged with none missing below it. A segment is deleted once every record
+/// in it is acknowledged; a torn last entry (a crash mid-write) is ignored when read back.
+public final class RecordSpool: Sendable {
+    public struct Record: Sendable, Equatable {
+        public var seq: UInt64
+        public var body: Data
+        public init(seq: UInt64, body: Data) { (self.seq, self.body) = (seq, body) }
+    }
+
+    public struct Counts: Sendable, Equatable {
+        public var appended = 0
+        public var acknowledged = 0
+        /// Dropped past the bounds (memory without a spool, or the spool full), oldest first.
+        public var dropped = 0
+        /// Records from earlier runs found in the spool at start.
+        public var recovered = 0
+    }
+
+    struct State: Codable { var next: UInt64; var acknowledged: UInt64 }
+
+    private struct Inner {
+        var next: UInt64 = 1
+        /// Every record below or at this is acknowledged (or dropped).
+        var watermark: UInt64 = 0
+        var acknowledgedAbove: Set<UInt64> = []
+        /// Appended, not yet handed out, oldest first (the memory window).
+        var waiting: [Record] = []
+        /// Handed out, not yet acknowledged.
+        var inFlight: [UInt64: Record] = [:]
+        /// On disk beyond the window: the seq from which to read on (spool only).
+        var diskFrom: UInt64?
+        var segments: [(first: UInt64, bytes: Int)] = []
+        var writer: FileHandle?
+        var counts = Counts()
+    }
+
+    public let directory: URL?
+    public let maxQueued: Int
+    public let spoolBytes: Int
+    /// A segment's size: an eighth of the spool (so the bound is kept to an eighth), at most 1 MB.
+    private var segmentBytes: Int { max(4096, min(1 << 20, spoolBytes / 8)) }
+    private let inner = Mutex(Inner())
+
+    /// `directory`: the spool (created if missing; nil: memory only). Throws a message when the
+    /// folder cannot be made or its state read.
+    public init(directory: URL?, maxQueued: Int, spoolBytes: Int) throws {
+        self.directory = directory
+        self.maxQueued = max(1, maxQueued)
+        self.spoolBytes = spoolBytes
+        guard let directory else { return }
+        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+            throw StageError("spool \(directory.path): cannot create it (\(error.localizedDescription))")
+        }
+        var state = State(next: 1, acknowledged: 0)
+        let stateFile = directory.appendingPathComponent("state.json")
+        if let data = FileManager.default.contents(atPath: stateFile.path) {
+            guard let s = try? JSONDecoder().decode(State.self, from: data) else { throw StageError("spool \(directory.path): state.json is not what StreamLens writes; move the folder away to start afresh") }
+            state = s
+        }
+        let found = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .compactMap { name -> UInt64? in name.hasSuffix(".spool") ? UInt64(name.dropLast(6)) : nil }.sorted()
+        inner.withLock { i in
+            i.watermark = state.acknowledged
+            i.next = max(state.next, state.acknowledged + 1)
+            for first in found {
+                let url = Self.segment(directory, first)
+                let entries = Self.read(url)
+                let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+                i.segments.append((first, size))
+                if let last = entries.last { i.next = max(i.next, last.seq + 1) }
+                let unacknowledged = entries.filter { $0.seq > i.watermark }
+                i.counts.recovered += unacknowledged.count
+            }
+            if i.counts.recovered > 0 { i.diskFrom = i.watermark + 1 }
+        }
+        // Recovered records join the window now; new ones go to a new segment.
+        inner.withLock { fill(&$0) }
+    }
+
+    private static func segment(_ directory: URL, _ first: UInt64) -> URL {
+        directory.appendingPathComponent(String(format: "%020llu.spool", first))
+    }
+
+    /// The entries of a segment file; a torn last entry is left out.
+    static func read(_ url: URL) -> [Record] {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return [] }
+        var out: [Record] = []
+        var i = data.startIndex
+        while i < data.endIndex {
+            guard let newline = data[i...].firstIndex(of: 0x0A) else { break }
+            let header = String(decoding: data[i..<newline], as: UTF8.self).split(separator: " ")
+            guard header.count == 2, let seq = UInt64(header[0]), let length = Int(header[1]), length >= 0 else { break }
+            let start = newline + 1
+            guard data.endIndex - start >= length + 1, data[start + length] == 0x0A else { break }
+            out.append(Record(seq: seq, body: Data(data[start..<(start + length)])))
+            i = start + length + 1
+        }
+        return out
+    }
+
+    // MARK: Appending and handing out
+
+    /// Takes a record; its sequence number. Past the bounds the oldest waiting record goes.
+    @discardableResult
+    public func append(_ body: Data) -> UInt64 {
+        inner.withLock { i in
+            let record = Record(seq: i.next, body: body)
+            i.next += 1
+            i.counts.appended += 1
+            if let directory {
+                write(record, to: directory, &i)
+                if i.diskFrom == nil, i.waiting.count < maxQueued { i.waiting.append(record) } else if i.diskFrom == nil { i.diskFrom = record.seq }
+                trim(&i, directory)
+            } else {
+                i.waiting.append(record)
+                while i.waiting.count + i.inFlight.count > maxQueued, !i.waiting.isEmpty {
+                    let oldest = i.waiting.removeFirst()
+                    i.counts.dropped += 1
+                    settle(oldest.seq, &i)
+                }
+            }
+            return record.seq
+        }
+    }
+
+    /// The next `max` records to send, oldest first (they are in flight until acknowledged or
+    /// given back).
+    public func take(max: Int) -> [Record] {
+        inner.withLock { i in
+            fill(&i)
+            let out = Array(i.waiting.prefix(max))
+            i.waiting.removeFirst(out.count)
+            for r in out { i.inFlight[r.seq] = r }
+            return out
+        }
+    }
+
+    /// The bus took record `seq` (an acknowledgement, a delivery report).
+    public func acknowledge(_ seq: UInt64) {
+        inner.withLock { i in
+            guard i.inFlight.removeValue(forKey: seq) != nil else { return }
+            i.counts.acknowledged += 1
+            settle(seq, &i)
+        }
+    }
+
+    /// A connection was lost with these in flight: they are sent again first, in order.
+    public func giveBack() {
+        inner.withLock { i in
+            let back = i.inFlight.values.sorted { $0.seq < $1.seq }
+            i.inFlight = [:]
+            i.waiting = back + i.waiting
+        }
+    }
+
+    public var counts: Counts { inner.withLock { $0.counts } }
+    /// Records not yet acknowledged (waiting, in flight, on disk).
+    public var unacknowledged: Int { inner.withLock { Int($0.next - 1 - $0.watermark) - $0.acknowledgedAbove.count } }
+    /// The sequence number the next record will get.
+    public var nextSeq: UInt64 { inner.withLock { $0.next } }
+
+    /// Writes the state and closes the segment (the end of a run; what is unacknowledged stays
+    /// for the next).
+    public func close() {
+        inner.withLock { i in
+            try? i.writer?.synchronize()
+            try? i.writer?.close()
+            i.writer = nil
+            saveState(i)
+        }
+    }
+
+    // MARK: Inside
+
+    private func settle(_ seq: UInt64, _ i: inout Inner) {
+        i.acknowledgedAbove.insert(seq)
+        while i.acknowledgedAbove.remove(i.watermark + 1) != nil { i.watermark += 1 }
+        guard let directory else { return }
+        // Segments whose every record is at or below the watermark go.
+        while i.segments.count > 1, i.segments[1].first <= i.watermark + 1 {
+            try? FileManager.default.removeItem(at: Self.segment(directory, i.segments[0].first))
+            i.segments.removeFirst()
+            saveState(i)
+        }
+    }
+
+    private func write(_ record: Record, to directory: URL, _ i: inout Inner) {
+        if i.writer == nil || (i.segments.last?.bytes ?? segmentBytes) >= segmentBytes {
+            try? i.writer?.synchronize()
+            try? i.writer?.close()
+            let url = Self.segment(directory, record.seq)
+            FileManager.default.createFile(atPath: url.path, contents: nil)
+            i.writer = try? FileHandle(forWritingTo: url)
+            i.segments.append((record.seq, 0))
+            saveState(i)
+        }
+        var entry = Data("\(record.seq) \(record.body.count)\n".utf8)
+        entry.append(record.body)
+        entry.append(0x0A)
+        i.writer?.write(entry)
+        i.segments[i.segments.count - 1].bytes += entry.count
+    }
+
+    /// Past `spoolBytes`: the oldest segment goes, its unacknowledged records counted dropped.
+    private func trim(_ i: inout Inner, _ directory: URL) {
+        while i.segments.count > 1, i.segments.reduce(0, { $0 + $1.bytes }) > spoolBytes {
+            let first = i.segments[0].first, end = i.segments[1].first
+            try? FileManager.default.removeItem(at: Self.segment(directory, first))
+            i.segments.removeFirst()
+            for seq in first..<end where seq > i.watermark && !i.acknowledgedAbove.contains(seq) {
+                i.counts.dropped += 1
+                i.inFlight[seq] = nil
+            }
+            i.waiting.removeAll { $0.seq < end }
+            if let from = i.diskFrom, from < end { i.diskFrom = end }
+            i.acknowledgedAbove = i.acknowledgedAbove.filter { $0 >= end }
+            i.watermark = max(i.watermark, end - 1)
+            saveState(i)
+        }
+    }
+
+    /// Tops the memory window up from disk (spool only).
+    private func fill(_ i: inout Inner) {
+        guard let directory, let from = i.diskFrom, i.waiting.count < maxQueued else { return }
+        try? i.writer?.synchronize()
+        var next = from
+        outer: for (k, segment) in i.segments.enumerated() {
+            if k + 1 < i.segments.count, i.segments[k + 1].first <= next { continue } // wholly below
+            for r in Self.read(Self.segment(directory, segment.first)) where r.seq >= next {
+                guard i.waiting.count < maxQueued else { break outer }
+                if r.seq > i.watermark, !i.acknowledgedAbove.contains(r.seq), i.inFlight[r.seq] == nil { i.waiting.append(r) }
+                next = r.seq + 1
+            }
+        }
+        i.diskFrom = next < i.next ? next : nil
+    }
+
+    private func saveState(_ i: Inner) {
+        guard let directory, let data = try? JSONEncoder().encode(State(next: i.next, acknowledged: i.watermark)) else { return }
+        let url = directory.appendingPathComponent("state.json")
+        let temporary = directory.appendingPathComponent("state.json.tmp")
+        if FileManager.default.createFile(atPath: temporary.path, contents: data) { _ = rename(temporary.path, url.path) }
+    }
+}
