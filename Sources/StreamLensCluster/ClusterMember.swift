@@ -179,7 +179,7 @@ public final class ClusterMember: Sendable {
             state.withLock { $0.lastProblem = nil }
         } catch {
             let first = state.withLock { s -> Bool in defer { s.lastProblem = "\(error)" }; return s.lastProblem == nil }
-            if first { log("cluster: \(error) (the cameras here keep running until \(Int(settings.fenceAfter)) s after the last renewal)") }
+            if first { log("cluster: \(error) (the cameras here keep running until \(String(format: "%.1f", settings.fenceAfter)) s after the last renewal)") }
         }
     }
 
@@ -201,6 +201,8 @@ public final class ClusterMember: Sendable {
         let decision = ClaimPlan.decide(view, me: settings.instance, limit: settings.limit, newcomers: newcomers.subtracting([settings.instance]))
         for name in decision.release where !busy.contains(name) { end(name, release: lease) }
         for name in decision.claim where !busy.contains(name) {
+            // The fence may have let this lease go while the round was under way: no claim on it.
+            guard state.withLock({ $0.lease }) == lease else { return }
             guard let source = view.sources[name],
                   let revision = try etcd.create(key("claims", name), Self.encode(["instance": settings.instance]), lease: lease) else { continue }
             begin(name, source, revision: revision, lease: lease)
