@@ -63,11 +63,15 @@ export -f run_one; export bundle logs
 start=$(date +%s)
 order | tr '\t' '\n' | xargs -d '\n' -n 2 -P "$workers" bash -c 'run_one "$1" "$2"' _
 took=$(( $(date +%s) - start ))
-cp "$logs/seconds" "$times" 2>/dev/null || true
+# The seconds of the suites that ran replace theirs; the others' are kept (a run of a few suites
+# leaves the order of the next whole run as it was).
+if [ -s "$logs/seconds" ]; then
+  { cat "$logs/seconds"; [ -s "$times" ] && cat "$times"; } | awk -F'\t' '!seen[$1]++' >"$logs/merged" && cp "$logs/merged" "$times" 2>/dev/null || true
+fi
 
 tests=$(wc -l <"$logs/chosen"); suites=$(wc -l <"$logs/jobs")
 if [ -s "$logs/failed" ]; then
   echo "run-suites: $(wc -l <"$logs/failed") of $suites suites FAILED in ${took} s ($workers at once): $(paste -sd' ' "$logs/failed")"
   exit 1
 fi
-echo "run-suites: $tests tests in $suites suites passed in ${took} s ($workers at once)"
+echo "run-suites: $tests test$([ "$tests" = 1 ] || echo s) in $suites suite$([ "$suites" = 1 ] || echo s) passed in ${took} s ($workers at once)"
