@@ -74,7 +74,7 @@ public final class ClusterCatalog: SourceCatalog, Sendable {
         member.noteSource(name, nil)
         let deadline = Date().addingTimeInterval(Double(member.settings.leaseTTL) + 5)
         while Date() < deadline {
-            let claimed = (try? member.etcd.range(prefix: "\(prefix)claims/\(name)").values.contains { $0.key == "\(prefix)claims/\(name)" }) ?? false
+            let claimed = (try? member.etcd.exists("\(prefix)claims/\(name)")) ?? false
             if !claimed { break }
             usleep(100_000)
         }

@@ -54,7 +54,6 @@ public final class ClusterMember: Sendable {
         var published: [String: ClusterView.Status] = [:]
         var leaving = false
         var lastProblem: String?
-        var rounds = 0
         /// When each instance's current lease was first seen (monotonic seconds).
         var arrivals: [String: (lease: Int64, at: Double)] = [:]
     }
@@ -123,7 +122,7 @@ public final class ClusterMember: Sendable {
     private func seed(_ initial: [(name: String, source: ClusterView.Source)]) -> Bool {
         do {
             for (name, source) in initial {
-                if try etcd.range(prefix: key("removed", name)).values.contains(where: { $0.key == key("removed", name) }) { continue }
+                if try etcd.exists(key("removed", name)) { continue }
                 _ = try etcd.create(key("sources", name), Self.encode(source))
             }
             return true
@@ -173,7 +172,7 @@ public final class ClusterMember: Sendable {
             }
             let read = try etcd.range(prefix: settings.prefix)
             let view = ClusterView(prefix: settings.prefix, revision: read.revision, values: read.values)
-            state.withLock { $0.view = view; $0.rounds += 1 }
+            state.withLock { $0.view = view }
             try act(on: view, lease: lease)
             if state.withLock({ $0.lastProblem != nil }) { log("cluster: etcd answers again") }
             state.withLock { $0.lastProblem = nil }

@@ -72,6 +72,12 @@ public final class EtcdClient: Sendable {
         return (Self.revision(answer), values)
     }
 
+    /// Whether `key` itself is there (a range of that one key).
+    public func exists(_ key: String) throws(EtcdError) -> Bool {
+        let answer = try call("/v3/kv/range", ["key": Self.base64(key), "count_only": true])
+        return (Self.int(answer["count"]) ?? 0) > 0
+    }
+
     /// Sets `key` (under `lease`, or none for 0); the revision written.
     @discardableResult
     public func put(_ key: String, _ value: Data, lease: Int64 = 0) throws(EtcdError) -> Int64 {
