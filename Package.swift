@@ -38,6 +38,9 @@ let package = Package(
         .systemLibrary(name: "CCairo", pkgConfig: "cairo", providers: [.apt(["libcairo2-dev"])]),
         // libmosquitto: the MQTT client behind lensmetadata location=mqtt:// (plain functions, no shim).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // librdkafka and libnats: lensmetadata's Kafka and NATS JetStream sinks (plain functions, no shim).
+        .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(name: "CNats", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
         // libsoup 3: the HTTP server behind --http (GNOME's HTTP library, on a GLib main loop).
         .systemLibrary(
             name: "CGstWebRTC",
@@ -80,6 +83,9 @@ let package = Package(
         // The only Swift that imports CMosquitto (MQTTPublisher.swift): a target of its own, so
         // the C library stays behind one module that knows nothing of GStreamer.
         .target(name: "StreamLensMQTT", dependencies: ["StreamLensCore", "CMosquitto"]),
+        // The only Swift that imports CRdKafka (KafkaBus.swift) and CNats (NATSBus.swift): the
+        // buses behind lensmetadata's kafka:// and nats:// sinks, knowing nothing of GStreamer.
+        .target(name: "StreamLensBuses", dependencies: ["StreamLensCore", "CRdKafka", "CNats"]),
         .target(name: "StreamLensMetrics", dependencies: ["StreamLensCore"]),
         // The only Swift that imports CHTTPShim: an HTTP server knowing nothing of GStreamer.
         .target(name: "StreamLensHTTP", dependencies: ["StreamLensCore", "CHTTPShim"]),
@@ -91,7 +97,7 @@ let package = Package(
         .target(name: "StreamLensConfig", dependencies: ["StreamLensCore", "CYAML"]),
         // serve's cluster: etcd's JSON gateway over the core's HTTP client, the claim rule, the member loop.
         .target(name: "StreamLensCluster", dependencies: ["StreamLensCore", "StreamLensGst"]),
-        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT"]),
+        .target(name: "StreamLensStages", dependencies: ["StreamLensCore", "StreamLensInference", "StreamLensDraw", "StreamLensGst", "StreamLensMQTT", "StreamLensBuses"]),
         // Stages without GStreamer: an in-memory frame, a driver that follows the bridge's rules
         // (FrameDelivery), and an inference backend whose networks are Swift closures, for tests
         // of a stage alone (as swift-nio ships NIOEmbedded).
@@ -126,6 +132,6 @@ let package = Package(
             name: "StreamLensGstTests",
             dependencies: ["StreamLensGst", "StreamLensStages", "StreamLensCore", "StreamLensBackends", "StreamLensTesting"]),
         // Spawns the built `streamlens` binary: the dependency makes `swift test` build it.
-        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore", "StreamLensAPI", "StreamLensTesting"]),
+        .testTarget(name: "CLITests", dependencies: ["streamlens", "face-blur", "StreamLensCore", "StreamLensAPI", "StreamLensTesting", "StreamLensBuses"]),
     ]
 )

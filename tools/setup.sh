@@ -5,7 +5,9 @@
 #      (ffprobe counts frames in tests); libmosquitto, and Debian's mosquitto broker,
 #      mosquitto_sub and mosquitto_passwd for the MQTT tests and openssl for their TLS
 #      certificates; Prometheus' promtool and curl for the metrics tests; etcd-server for
-#      serve's cluster and its tests (no system broker, Prometheus or etcd left running).
+#      serve's cluster and its tests; librdkafka and libnats for lensmetadata's Kafka and NATS
+#      sinks, and nats-server for their tests (no system broker, Prometheus, etcd or NATS server
+#      left running).
 #   2. The pinned OpenVINO wheel, pip-installed into .deps/openvino (no system site-packages);
 #      its C API's libraries and headers copied into a root-owned prefix
 #      (/usr/local/lib/streamlens/openvino-VERSION) with a generated pkg-config file, and that
@@ -33,6 +35,8 @@
 #      and `make bench-segmentation` compare StreamLens's masks with (~150 MB, ~40 s the first time).
 #   9. kubernetes-validate 1.37.0 (PyPI; Kubernetes' schemas, offline) in .deps/k8s-venv: the
 #      manifests in deploy/kubernetes/ are validated by `make test`.
+#  10. The Kafka and NATS tests' clients from PyPI (confluent-kafka, nats-py) in .deps/bus-venv:
+#      what lensmetadata sent is read back with clients no one here wrote.
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -76,6 +80,8 @@ APT_PACKAGES=(
   curl
   # The MQTT TLS tests make a throwaway CA and broker certificate with it
   openssl
+  # lensmetadata's buses: Kafka (librdkafka, whose mock cluster the tests use) and NATS
+  librdkafka-dev libnats-dev
 )
 install_missing "${APT_PACKAGES[@]}"
 
@@ -88,8 +94,8 @@ install_missing "${APT_PACKAGES[@]}"
 # installs them with a policy-rc.d that forbids starting services (unless the machine already
 # has one: containers usually do), then stops and disables the services anyway, through
 # systemd when it runs, else through the init scripts.
-SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus etcd-server)
-SERVICES=(mosquitto prometheus etcd)
+SERVICE_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev prometheus etcd-server nats-server)
+SERVICES=(mosquitto prometheus etcd nats-server)
 mapfile -t missing < <(missing_packages "${SERVICE_PACKAGES[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]} (with no service started)"
@@ -312,6 +318,17 @@ if [ "$("$K8S_VENV/bin/python" -c "import importlib.metadata as m; print(m.versi
   rm -rf "$K8S_VENV"
   "$PY" -m venv "$K8S_VENV"
   "$K8S_VENV/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$K8S_VALIDATE_VERSION" pyyaml
+fi
+
+# --- 10. The buses' own Python clients: what the Kafka and NATS tests read back with ------------
+BUS_CLIENTS=(confluent-kafka==2.16.2 nats-py==2.16.0)
+BUS_VENV="$DEPS/bus-venv"
+if [ "$(cat "$BUS_VENV/.versions" 2>/dev/null)" != "${BUS_CLIENTS[*]}" ]; then
+  say "pip install ${BUS_CLIENTS[*]} into $BUS_VENV"
+  rm -rf "$BUS_VENV"
+  "$PY" -m venv "$BUS_VENV"
+  "$BUS_VENV/bin/pip" install -q --disable-pip-version-check "${BUS_CLIENTS[@]}"
+  "$BUS_VENV/bin/python" -c 'import confluent_kafka, nats' && echo "${BUS_CLIENTS[*]}" >"$BUS_VENV/.versions"
 fi
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"

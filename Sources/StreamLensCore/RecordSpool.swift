@@ -31,7 +31,9 @@ public final class RecordSpool: Sendable {
         public var recovered = 0
     }
 
-    struct State: Codable { var next: UInt64; var acknowledged: UInt64 }
+    /// `origin`: who numbers these records (random, made once per spool), so that a message id
+    /// of source, origin and seq never collides with another spool's or a memory-only run's.
+    struct State: Codable { var next: UInt64; var acknowledged: UInt64; var origin: String? }
 
     private struct Inner {
         var next: UInt64 = 1
@@ -47,6 +49,8 @@ public final class RecordSpool: Sendable {
         var segments: [(first: UInt64, bytes: Int)] = []
         var writer: FileHandle?
         var counts = Counts()
+        /// Why the last write to the spool failed (a full disk): records then live in memory only.
+        var writeError: String?
     }
 
     public let directory: URL?
@@ -55,6 +59,10 @@ public final class RecordSpool: Sendable {
     /// A segment's size: an eighth of the spool (so the bound is kept to an eighth), at most 1 MB.
     private var segmentBytes: Int { max(4096, min(1 << 20, spoolBytes / 8)) }
     private let inner = Mutex(Inner())
+    /// Names this numbering in message ids: kept in the spool's state, new for each memory-only run.
+    public let origin: String
+    /// The spool's lock (flock on `lock`): one run per spool.
+    private let lock: FileHandle?
 
     /// `directory`: the spool (created if missing; nil: memory only). Throws a message when the
     /// folder cannot be made or its state read.
@@ -62,16 +70,27 @@ public final class RecordSpool: Sendable {
         self.directory = directory
         self.maxQueued = max(1, maxQueued)
         self.spoolBytes = spoolBytes
-        guard let directory else { return }
+        let fresh = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        guard let directory else { (origin, lock) = (fresh, nil); return }
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
             throw StageError("spool \(directory.path): cannot create it (\(error.localizedDescription))")
         }
-        var state = State(next: 1, acknowledged: 0)
+        let lockPath = directory.appendingPathComponent("lock").path
+        guard FileManager.default.fileExists(atPath: lockPath) || FileManager.default.createFile(atPath: lockPath, contents: nil),
+              let lock = FileHandle(forUpdatingAtPath: lockPath) else {
+            throw StageError("spool \(directory.path): cannot write in it")
+        }
+        guard flock(lock.fileDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            throw StageError("spool \(directory.path) is in use by another run: give each lensmetadata a spool of its own (spool=…/${NAME} in serve)")
+        }
+        self.lock = lock
+        var state = State(next: 1, acknowledged: 0, origin: nil)
         let stateFile = directory.appendingPathComponent("state.json")
         if let data = FileManager.default.contents(atPath: stateFile.path) {
             guard let s = try? JSONDecoder().decode(State.self, from: data) else { throw StageError("spool \(directory.path): state.json is not what StreamLens writes; move the folder away to start afresh") }
             state = s
         }
+        origin = state.origin ?? fresh
         let found = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .compactMap { name -> UInt64? in name.hasSuffix(".spool") ? UInt64(name.dropLast(6)) : nil }.sorted()
         inner.withLock { i in
@@ -89,8 +108,10 @@ public final class RecordSpool: Sendable {
             if i.counts.recovered > 0 { i.diskFrom = i.watermark + 1 }
         }
         // Recovered records join the window now; new ones go to a new segment.
-        inner.withLock { fill(&$0) }
+        inner.withLock { fill(&$0); saveState($0) }
     }
+
+    deinit { close() }
 
     private static func segment(_ directory: URL, _ first: UInt64) -> URL {
         directory.appendingPathComponent(String(format: "%020llu.spool", first))
@@ -117,14 +138,17 @@ public final class RecordSpool: Sendable {
 
     /// Takes a record; its sequence number. Past the bounds the oldest waiting record goes.
     @discardableResult
-    public func append(_ body: Data) -> UInt64 {
+    public func append(_ body: Data) -> UInt64 { append { _ in body } }
+
+    /// Takes the record `body` makes with its sequence number (a record that carries it).
+    @discardableResult
+    public func append(_ body: (UInt64) -> Data) -> UInt64 {
         inner.withLock { i in
-            let record = Record(seq: i.next, body: body)
+            let record = Record(seq: i.next, body: body(i.next))
             i.next += 1
             i.counts.appended += 1
-            if let directory {
-                write(record, to: directory, &i)
-                if i.diskFrom == nil, i.waiting.count < maxQueued { i.waiting.append(record) } else if i.diskFrom == nil { i.diskFrom = record.seq }
+            if let directory, write(record, to: directory, &i) {
+                if i.diskFrom == nil, i.waiting.count + i.inFlight.count < maxQueued { i.waiting.append(record) } else if i.diskFrom == nil { i.diskFrom = record.seq }
                 trim(&i, directory)
             } else {
                 i.waiting.append(record)
@@ -168,7 +192,20 @@ public final class RecordSpool: Sendable {
         }
     }
 
+    /// These were not taken (a failed delivery, a full queue): they are sent again, in order.
+    public func giveBack(_ seqs: [UInt64]) {
+        inner.withLock { i in
+            let back = seqs.compactMap { i.inFlight.removeValue(forKey: $0) }
+            guard !back.isEmpty else { return }
+            i.waiting = (back + i.waiting).sorted { $0.seq < $1.seq }
+        }
+    }
+
     public var counts: Counts { inner.withLock { $0.counts } }
+    /// Records in memory (waiting and in flight): at most `maxQueued` with a spool.
+    public var inMemory: Int { inner.withLock { $0.waiting.count + $0.inFlight.count } }
+    /// Why the spool could not be written, if it could not (records then stay in memory only).
+    public var writeError: String? { inner.withLock { $0.writeError } }
     /// Records not yet acknowledged (waiting, in flight, on disk).
     public var unacknowledged: Int { inner.withLock { Int($0.next - 1 - $0.watermark) - $0.acknowledgedAbove.count } }
     /// The sequence number the next record will get.
@@ -183,6 +220,7 @@ public final class RecordSpool: Sendable {
             i.writer = nil
             saveState(i)
         }
+        try? lock?.close()
     }
 
     // MARK: Inside
@@ -199,21 +237,35 @@ public final class RecordSpool: Sendable {
         }
     }
 
-    private func write(_ record: Record, to directory: URL, _ i: inout Inner) {
-        if i.writer == nil || (i.segments.last?.bytes ?? segmentBytes) >= segmentBytes {
-            try? i.writer?.synchronize()
+    /// Appends the record to the last segment (a new one when it is full); false when the disk
+    /// refuses (full, gone): the record then lives in memory only, and the next write tries again.
+    private func write(_ record: Record, to directory: URL, _ i: inout Inner) -> Bool {
+        do {
+            if i.writer == nil || (i.segments.last?.bytes ?? segmentBytes) >= segmentBytes {
+                try? i.writer?.synchronize()
+                try? i.writer?.close()
+                i.writer = nil
+                let url = Self.segment(directory, record.seq)
+                guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw StageError("cannot create \(url.lastPathComponent)") }
+                i.writer = try FileHandle(forWritingTo: url)
+                i.segments.append((record.seq, 0))
+                saveState(i)
+            }
+            var entry = Data("\(record.seq) \(record.body.count)\n".utf8)
+            entry.append(record.body)
+            entry.append(0x0A)
+            try i.writer?.write(contentsOf: entry)
+            i.segments[i.segments.count - 1].bytes += entry.count
+            i.writeError = nil
+            return true
+        } catch {
+            // A torn entry may be left at the end of the segment: a new segment starts next time
+            // (reading stops at a torn entry).
             try? i.writer?.close()
-            let url = Self.segment(directory, record.seq)
-            FileManager.default.createFile(atPath: url.path, contents: nil)
-            i.writer = try? FileHandle(forWritingTo: url)
-            i.segments.append((record.seq, 0))
-            saveState(i)
+            i.writer = nil
+            i.writeError = "\(error)"
+            return false
         }
-        var entry = Data("\(record.seq) \(record.body.count)\n".utf8)
-        entry.append(record.body)
-        entry.append(0x0A)
-        i.writer?.write(entry)
-        i.segments[i.segments.count - 1].bytes += entry.count
     }
 
     /// Past `spoolBytes`: the oldest segment goes, its unacknowledged records counted dropped.
@@ -236,22 +288,24 @@ public final class RecordSpool: Sendable {
 
     /// Tops the memory window up from disk (spool only).
     private func fill(_ i: inout Inner) {
-        guard let directory, let from = i.diskFrom, i.waiting.count < maxQueued else { return }
+        guard let directory, let from = i.diskFrom, i.waiting.count + i.inFlight.count < maxQueued else { return }
         try? i.writer?.synchronize()
         var next = from
         outer: for (k, segment) in i.segments.enumerated() {
             if k + 1 < i.segments.count, i.segments[k + 1].first <= next { continue } // wholly below
             for r in Self.read(Self.segment(directory, segment.first)) where r.seq >= next {
-                guard i.waiting.count < maxQueued else { break outer }
+                guard i.waiting.count + i.inFlight.count < maxQueued else { break outer }
                 if r.seq > i.watermark, !i.acknowledgedAbove.contains(r.seq), i.inFlight[r.seq] == nil { i.waiting.append(r) }
                 next = r.seq + 1
             }
         }
         i.diskFrom = next < i.next ? next : nil
+        // A record the disk refused waits in memory beside those read back: oldest first.
+        if i.writeError != nil || i.counts.dropped > 0 { i.waiting.sort { $0.seq < $1.seq } }
     }
 
     private func saveState(_ i: Inner) {
-        guard let directory, let data = try? JSONEncoder().encode(State(next: i.next, acknowledged: i.watermark)) else { return }
+        guard let directory, let data = try? JSONEncoder().encode(State(next: i.next, acknowledged: i.watermark, origin: origin)) else { return }
         let url = directory.appendingPathComponent("state.json")
         let temporary = directory.appendingPathComponent("state.json.tmp")
         if FileManager.default.createFile(atPath: temporary.path, contents: data) { _ = rename(temporary.path, url.path) }

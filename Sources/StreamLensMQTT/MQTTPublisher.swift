@@ -18,7 +18,7 @@ public final class MQTTPublisher: @unchecked Sendable {
         public var location: MQTTLocation
         public var qos: Int = 0
         public var maxQueued: Int = 1000
-        public var credentials: MQTTCredentials?
+        public var credentials: BrokerCredentials?
         /// A CA certificate file for mqtts://; empty: the system's (/etc/ssl/certs).
         public var caFile: String = ""
         public init(location: MQTTLocation) { self.location = location }

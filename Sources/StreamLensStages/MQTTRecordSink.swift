@@ -16,9 +16,8 @@ final class MQTTRecordSink: RecordSink {
         static let properties: [Property<Settings>] = [
             .maxQueued(\.maxQueued),
             .int("qos", \.qos, 0...1, help: "MQTT quality of service: 0 at most once, 1 at least once (acknowledged, resent after a reconnect)"),
-            .string("credentials", \.credentials,
-                    help: "MQTT: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD if set, else none)"),
-            .string("ca-file", \.caFile, help: "mqtts://: the CA certificate (PEM) the broker's certificate must chain to (empty: the system's)"),
+            .credentials(\.credentials),
+            .caFile(\.caFile),
         ]
     }
 
@@ -32,7 +31,7 @@ final class MQTTRecordSink: RecordSink {
         var c = MQTTPublisher.Configuration(location: try MQTTLocation(parsing: location))
         c.qos = settings.qos
         c.maxQueued = settings.maxQueued
-        c.credentials = try MQTTCredentials.resolve(file: settings.credentials, environment: ProcessInfo.processInfo.environment)
+        c.credentials = try BrokerCredentials.resolve(file: settings.credentials, environment: ProcessInfo.processInfo.environment, bus: "MQTT")
         c.caFile = settings.caFile
         if !c.caFile.isEmpty {
             guard c.location.tls else { throw StageError("property ca-file is for mqtts:// locations (TLS); \(location) is plain mqtt://") }

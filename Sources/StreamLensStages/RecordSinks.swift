@@ -9,6 +9,8 @@ enum RecordSinkRegistry {
         MetadataWriter.self,
         MQTTRecordSink.self,
         HTTPRecordSink.self,
+        KafkaRecordSink.self,
+        NATSRecordSink.self,
     ]
 
     /// Every sink's own properties, in the order of the list, each name once (several sinks
@@ -48,5 +50,15 @@ extension Property where Settings: StageSettings {
     static func maxQueued(_ path: WritableKeyPath<Settings, Int> & Sendable) -> Property {
         .int("max-queued", path, 1...1_000_000,
              help: "network locations: records kept while the destination is away or slow (and not yet sent); beyond it records are dropped, counted")
+    }
+
+    /// `credentials`: a file holding user:password, for the sinks that log in to a broker.
+    static func credentials(_ path: WritableKeyPath<Settings, String> & Sendable) -> Property {
+        .string("credentials", path, help: "mqtt, kafka, nats: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD, or _KAFKA_ or _NATS_, if set, else none)")
+    }
+
+    /// `ca-file`: the CA a broker's certificate must chain to.
+    static func caFile(_ path: WritableKeyPath<Settings, String> & Sendable) -> Property {
+        .string("ca-file", path, help: "the CA certificate (PEM) the broker's certificate must chain to: mqtts:// (empty: the system's); kafka:// and nats:// use TLS when it is set")
     }
 }

@@ -1,0 +1,156 @@
+import Foundation
+import StreamLensBuses
+import StreamLensTesting
+import Testing
+
+private var busClientsAvailable: Bool { FileManager.default.isExecutableFile(atPath: BusTests.python.path) }
+
+/// lensmetadata location=nats:// and kafka://: Debian's nats-server with JetStream, and
+/// librdkafka's own mock cluster, on loopback, the built CLI, and what arrived read back with
+/// the buses' own Python clients (nats-py, confluent-kafka: Tests/Python/bus_client.py).
+/// At least once through an outage: every record arrives, `seq` without a gap.
+@Suite(.serialized, .enabled(if: NATSServer.available && busClientsAvailable, "needs nats-server and .deps/bus-venv: run tools/setup.sh"))
+struct BusTests {
+    static let python = CLI.packageRoot.appendingPathComponent(".deps/bus-venv/bin/python")
+    static let script = CLI.packageRoot.appendingPathComponent("Tests/Python/bus_client.py").path
+
+    /// A live test source at 20 fps.
+    static func source(_ frames: Int) -> String {
+        "videotestsrc is-live=true num-buffers=\(frames) ! video/x-raw,format=BGRx,width=160,height=120,framerate=20/1"
+    }
+
+    static func client(_ args: [String], timeout: Double = 60) throws -> [[String: Any]] {
+        let r = try CLI.spawn(python, [script] + args, timeout: timeout)
+        try #require(r.status == 0, "bus_client.py \(args.joined(separator: " ")): \(r.stderr)")
+        return r.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func summary(_ stderr: String) -> String {
+        stderr.split(separator: "\n").last { $0.hasPrefix("lensmetadata0:") && $0.contains(" frames in") }.map(String.init) ?? ""
+    }
+
+    /// The records' `seq`, sorted, and how many arrived more than once.
+    static func sequence(_ messages: [[String: Any]]) -> (seqs: [Int], repeats: Int) {
+        let all = messages.compactMap { ($0["record"] as? [String: Any])?["seq"] as? Int }
+        let unique = Array(Set(all)).sorted()
+        return (unique, all.count - unique.count)
+    }
+
+    /// nats-server stopped three seconds into a ten-second run and started again two seconds
+    /// later: the run goes on at 20 fps, ends normally, and the stream holds all 200 records once,
+    /// `seq` 1…200, each with its message id, the frames in order.
+    @Test func natsServerStoppedAndStartedAgainMidStream() throws {
+        let nats = try NATSServer()
+        try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
+        _ = try Self.client(["nats-stream", "\(nats.port)", "STREAMLENS", "streamlens.>"])
+        let spool = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let run = try Background.streamlens(["run", "-v", "\(Self.source(200)) ! lensmetadata location=nats://127.0.0.1:\(nats.port)/streamlens.cam1 source=cam1 spool=\(spool.path) max-queued=20 ! fakesink sync=true"])
+        try #require(run.waitFor("lensmetadata0: video/x-raw", timeout: 30), "\(run.stderr)")
+        Thread.sleep(forTimeInterval: 3)
+        nats.stop()
+        Thread.sleep(forTimeInterval: 2)
+        try #require(try nats.start(), "nats-server did not start again: \(nats.log.suffix(400))")
+        #expect(run.waitForExit(timeout: 60))
+        let (status, stderr, timedOut) = run.stop()
+        #expect(status == 0 && !timedOut, "\(stderr)")
+        let summary = Self.summary(stderr)
+        #expect(summary.hasPrefix("lensmetadata0: 200 frames in, 200 out"), "\(stderr)")
+        #expect(summary.contains("200 acknowledged") && summary.contains("reconnect"), "\(summary)")
+        let messages = try Self.client(["nats-read", "\(nats.port)", "streamlens.>"])
+        let (seqs, _) = Self.sequence(messages)
+        #expect(seqs == Array(1...200), "JetStream holds \(seqs.count) distinct records: \(seqs.prefix(5))…\(seqs.suffix(5))")
+        let bySeq = Dictionary(messages.compactMap { m -> (Int, [String: Any])? in
+            guard let r = m["record"] as? [String: Any], let s = r["seq"] as? Int else { return nil }
+            return (s, m)
+        }, uniquingKeysWith: { a, _ in a })
+        #expect((1...200).allSatisfy { (bySeq[$0]?["record"] as? [String: Any])?["frame"] as? Int == $0 - 1 }, "records out of frame order")
+        #expect((bySeq[1]?["record"] as? [String: Any])?["source"] as? String == "cam1")
+        #expect((bySeq[7]?["id"] as? String)?.hasPrefix("cam1:") == true && (bySeq[7]?["id"] as? String)?.hasSuffix(":7") == true, "\(bySeq[7] ?? [:])")
+    }
+
+    /// No server at all during the first run: its 30 records wait in the spool (the run ends at
+    /// once, saying so); the second run, with the server and its stream there, sends them before
+    /// its own 20: seq 1…50, none twice in the stream. A third run on the same spool while a run
+    /// holds it is refused by name.
+    @Test func theSpoolCarriesRecordsAcrossARestart() throws {
+        let nats = try NATSServer()
+        let spool = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let sink = "lensmetadata location=nats://127.0.0.1:\(nats.port)/streamlens.cam2 spool=\(spool.path)"
+        let first = try CLI.run(["run", "\(Self.source(30)) ! \(sink) ! fakesink sync=true"], timeout: 60)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("30 records not acknowledged at the end, kept in the spool \(spool.path)"), "\(first.stderr)")
+        #expect(Self.summary(first.stderr).contains("never connected"), "\(first.stderr)")
+
+        try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
+        _ = try Self.client(["nats-stream", "\(nats.port)", "CAMS", "streamlens.>"])
+        let holder = try Background.streamlens(["run", "-v", "\(Self.source(20)) ! \(sink) ! fakesink sync=true"])
+        try #require(holder.waitFor("lensmetadata0: video/x-raw", timeout: 30), "\(holder.stderr)")
+        let refused = try CLI.run(["run", "\(Self.source(5)) ! \(sink) ! fakesink"], timeout: 60)
+        #expect(refused.status != 0 && refused.stderr.contains("spool \(spool.path) is in use by another run"), "\(refused.stderr)")
+        #expect(holder.waitForExit(timeout: 60))
+        let (status, stderr, _) = holder.stop()
+        #expect(status == 0, "\(stderr)")
+        #expect(Self.summary(stderr).contains("50 acknowledged, 30 from the spool of an earlier run"), "\(stderr)")
+        let (seqs, repeats) = Self.sequence(try Self.client(["nats-read", "\(nats.port)", "streamlens.>"]))
+        #expect(seqs == Array(1...50) && repeats == 0, "\(seqs.count) records, \(repeats) repeats")
+    }
+
+    /// A subject no stream captures: said at start, the records wait (spool) and nothing is lost
+    /// from the video.
+    @Test func aSubjectNoStreamCapturesIsSaid() throws {
+        let nats = try NATSServer()
+        try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
+        let r = try CLI.run(["run", "\(Self.source(20)) ! lensmetadata location=nats://127.0.0.1:\(nats.port)/nobody.listens ! fakesink sync=true"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("no JetStream stream captures subject nobody.listens"), "\(r.stderr)")
+        #expect(Self.summary(r.stderr).hasPrefix("lensmetadata0: 20 frames in, 20 out"), "\(r.stderr)")
+    }
+
+    /// librdkafka's mock cluster with its one broker taken down for two seconds mid-run: every
+    /// frame's record reaches the topic once (confluent-kafka reads them back), keyed by source,
+    /// `seq` 1…100 in order on its partition.
+    @Test func kafkaBrokerDownAndUpMidStream() throws {
+        let cluster = try KafkaMockCluster(brokers: 1)
+        cluster.createTopic("streamlens", partitions: 3)
+        let run = try Background.streamlens(["run", "-v", "\(Self.source(100)) ! lensmetadata location=kafka://\(cluster.bootstraps)/streamlens source=gate ! fakesink sync=true"])
+        try #require(run.waitFor("lensmetadata0: video/x-raw", timeout: 30), "\(run.stderr)")
+        Thread.sleep(forTimeInterval: 1.5)
+        cluster.broker(1, up: false)
+        Thread.sleep(forTimeInterval: 2)
+        cluster.broker(1, up: true)
+        #expect(run.waitForExit(timeout: 60))
+        let (status, stderr, timedOut) = run.stop()
+        #expect(status == 0 && !timedOut, "\(stderr)")
+        #expect(Self.summary(stderr).contains("100 acknowledged"), "\(stderr)")
+        let messages = try Self.client(["kafka-read", cluster.bootstraps, "streamlens", "100", "30"])
+        let (seqs, repeats) = Self.sequence(messages)
+        #expect(seqs == Array(1...100) && repeats == 0, "\(seqs.count) records, \(repeats) repeats")
+        #expect(Set(messages.compactMap { $0["key"] as? String }) == ["gate"])
+        #expect(Set(messages.compactMap { $0["partition"] as? Int }).count == 1, "one source, one partition")
+        let order = messages.compactMap { ($0["record"] as? [String: Any])?["seq"] as? Int }
+        #expect(order == order.sorted(), "out of order on the partition")
+    }
+
+    /// A peer that is not a broker — silent, garbage, resetting every connection — on either
+    /// bus: the video runs at its own pace to the end, memory is bounded by max-queued (the
+    /// oldest records dropped, counted), and the run ends within seconds, saying what happened.
+    @Test(arguments: ["silent", "garbage", "reset"], ["nats", "kafka"])
+    func aHostilePeerCostsRecordsNotTheRun(_ mode: String, _ bus: String) throws {
+        let peer = try Background(URL(fileURLWithPath: "/usr/bin/python3"),
+                                  [CLI.packageRoot.appendingPathComponent("Tests/Python/hostile_broker.py").path, mode])
+        try #require(peer.waitFor("port ", in: \.stdout, timeout: 20), "peer: \(peer.stderr)")
+        let port = peer.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let start = Date()
+        let r = try CLI.run(["run", "\(Self.source(40)) ! lensmetadata location=\(bus)://127.0.0.1:\(port)/x max-queued=10 ! fakesink sync=true"], timeout: 60)
+        let took = Date().timeIntervalSince(start)
+        #expect(r.status == 0 && !r.timedOut, "\(mode) \(bus): \(r.stderr)")
+        let summary = Self.summary(r.stderr)
+        #expect(summary.hasPrefix("lensmetadata0: 40 frames in, 40 out, 0 dropped"), "\(mode) \(bus): \(r.stderr)")
+        #expect(summary.contains("30 dropped (past max-queued"), "\(mode) \(bus): \(summary)")
+        #expect(summary.contains("never connected"), "\(mode) \(bus): \(summary)")
+        #expect(took < 2 + 10 + 10, "\(mode) \(bus): \(took) s")
+        withExtendedLifetime(peer) {}
+    }
+}
