@@ -155,8 +155,8 @@ PACKAGES=(
   # GStreamer 1.22 and the plugins pipelines use; gst-rtsp-server (lensrtsp); libnice (WebRTC)
   libgstreamer1.0-0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly gstreamer1.0-libav libgstrtspserver-1.0-0 gstreamer1.0-nice
-  # the HTTP server, serve --config's parser, MQTT, drawing and its font, TLS roots
-  libsoup-3.0-0 libyaml-0-2 libmosquitto1 libcairo2 fonts-dejavu-core ca-certificates
+  # the HTTP server, serve --config's parser, MQTT, Kafka, NATS, drawing and its font, TLS roots
+  libsoup-3.0-0 libyaml-0-2 libmosquitto1 librdkafka1 libnats3.4 libcairo2 fonts-dejavu-core ca-certificates
   # OpenVINO's GPU plugin links the OpenCL loader (device=GPU needs an ICD too: intel-opencl-icd)
   ocl-icd-libopencl1
   # A session bus for dconf (GTK's settings, a dependency of plugins-bad): dbus-x11 instead of

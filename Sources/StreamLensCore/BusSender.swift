@@ -92,8 +92,8 @@ public final class BusSender: BusReports, Sendable {
         return figures.withLock { f in
             if counts.dropped > 0 && !f.saidDrops {
                 f.saidDrops = true
-                let bound = spool.directory.map { "the spool \($0.path) is full (spool-max-mb)" } ?? "max-queued records wait in memory (add spool=DIR to keep more on disk)"
-                f.notices.append(StageNotice(.warning, "\(location): \(bound): the oldest records are dropped (the summary counts them), the video goes on"))
+                let bound = spool.directory.map { "records beyond max-queued in memory and spool-max-mb in \($0.path)" } ?? "records beyond max-queued (in memory; spool=DIR keeps more on disk)"
+                f.notices.append(StageNotice(.warning, "\(location): the bus is behind: \(bound) are dropped, oldest first (the summary counts them), the video goes on"))
             }
             if let writeError, !f.saidWriteError {
                 f.saidWriteError = true
@@ -129,7 +129,8 @@ public final class BusSender: BusReports, Sendable {
         let left = spool.unacknowledged
         spool.close()
         guard left > 0 else { return [] }
-        let whereTo = spool.directory.map { "kept in the spool \($0.path) for the next run" } ?? "lost (no spool=DIR)"
+        let disk = spool.writeError == nil ? "" : " as far as the disk took them (the rest, in memory, is lost)"
+        let whereTo = spool.directory.map { "kept in the spool \($0.path)\(disk) for the next run" } ?? "lost (no spool=DIR)"
         return [StageNotice(.warning, "\(location): \(left) record\(left == 1 ? "" : "s") not acknowledged at the end, \(whereTo)")]
     }
 

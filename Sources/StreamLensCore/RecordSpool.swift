@@ -51,6 +51,8 @@ public final class RecordSpool: Sendable {
         var counts = Counts()
         /// Why the last write to the spool failed (a full disk): records then live in memory only.
         var writeError: String?
+        /// After the disk refused a write, it is tried again from then on.
+        var diskRetryAt: ContinuousClock.Instant?
     }
 
     public let directory: URL?
@@ -90,20 +92,23 @@ public final class RecordSpool: Sendable {
             guard let s = try? JSONDecoder().decode(State.self, from: data) else { throw StageError("spool \(directory.path): state.json is not what StreamLens writes; move the folder away to start afresh") }
             state = s
         }
-        origin = state.origin ?? fresh
         let found = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .compactMap { name -> UInt64? in name.hasSuffix(".spool") ? UInt64(name.dropLast(6)) : nil }.sorted()
+            .map { first -> (first: UInt64, bytes: Int, entries: [Record]) in
+                let url = Self.segment(directory, first)
+                return (first, (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0, Self.read(url))
+            }
+        let next = max(state.next, state.acknowledged + 1, (found.last { !$0.entries.isEmpty }?.entries.last?.seq ?? 0) + 1)
+        // A run that ended cleanly wrote the next number; one that did not (a crash, a disk too
+        // full for the state) may have numbered records past what the disk holds and sent them:
+        // a new origin keeps their message ids from colliding with the numbers given again.
+        origin = state.origin.flatMap { next == state.next ? $0 : nil } ?? fresh
         inner.withLock { i in
             i.watermark = state.acknowledged
-            i.next = max(state.next, state.acknowledged + 1)
-            for first in found {
-                let url = Self.segment(directory, first)
-                let entries = Self.read(url)
-                let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-                i.segments.append((first, size))
-                if let last = entries.last { i.next = max(i.next, last.seq + 1) }
-                let unacknowledged = entries.filter { $0.seq > i.watermark }
-                i.counts.recovered += unacknowledged.count
+            i.next = next
+            for segment in found {
+                i.segments.append((segment.first, segment.bytes))
+                i.counts.recovered += segment.entries.filter { $0.seq > i.watermark }.count
             }
             if i.counts.recovered > 0 { i.diskFrom = i.watermark + 1 }
         }
@@ -147,7 +152,7 @@ public final class RecordSpool: Sendable {
             let record = Record(seq: i.next, body: body(i.next))
             i.next += 1
             i.counts.appended += 1
-            if let directory, write(record, to: directory, &i) {
+            if let directory, i.diskRetryAt.map({ ContinuousClock.now >= $0 }) ?? true, write(record, to: directory, &i) {
                 if i.diskFrom == nil, i.waiting.count + i.inFlight.count < maxQueued { i.waiting.append(record) } else if i.diskFrom == nil { i.diskFrom = record.seq }
                 trim(&i, directory)
             } else {
@@ -238,7 +243,8 @@ public final class RecordSpool: Sendable {
     }
 
     /// Appends the record to the last segment (a new one when it is full); false when the disk
-    /// refuses (full, gone): the record then lives in memory only, and the next write tries again.
+    /// refuses (full, gone): the record then lives in memory only, and the disk is tried again
+    /// a second later.
     private func write(_ record: Record, to directory: URL, _ i: inout Inner) -> Bool {
         do {
             if i.writer == nil || (i.segments.last?.bytes ?? segmentBytes) >= segmentBytes {
@@ -257,15 +263,30 @@ public final class RecordSpool: Sendable {
             try i.writer?.write(contentsOf: entry)
             i.segments[i.segments.count - 1].bytes += entry.count
             i.writeError = nil
+            i.diskRetryAt = nil
             return true
         } catch {
             // A torn entry may be left at the end of the segment: a new segment starts next time
-            // (reading stops at a torn entry).
+            // (reading stops at a torn entry); a segment left empty goes.
             try? i.writer?.close()
             i.writer = nil
-            i.writeError = "\(error)"
+            if let last = i.segments.last, last.bytes == 0 {
+                try? FileManager.default.removeItem(at: Self.segment(directory, last.first))
+                i.segments.removeLast()
+            }
+            i.writeError = Self.describe(error)
+            i.diskRetryAt = .now + .seconds(1)
             return false
         }
+    }
+
+    /// "No space left on device" rather than Foundation's wrapping of it.
+    private static func describe(_ error: any Error) -> String {
+        let e = error as NSError
+        if let posix = e.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return e.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(e.code))) : error.localizedDescription
     }
 
     /// Past `spoolBytes`: the oldest segment goes, its unacknowledged records counted dropped.

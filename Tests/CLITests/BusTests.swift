@@ -133,6 +133,24 @@ struct BusTests {
         #expect(order == order.sorted(), "out of order on the partition")
     }
 
+    /// The spool's disk full (a 16 KB tmpfs; root only, as mounting needs it) while no broker
+    /// answers: said once, the records wait in memory within max-queued, the run and its 400
+    /// frames go on to the end, exit 0.
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root"))
+    func aFullSpoolDiskCostsRecordsNotTheRun() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mounted = try CLI.spawn(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=16k", "tmpfs", dir.path], timeout: 20)
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer { _ = try? CLI.spawn(URL(fileURLWithPath: "/bin/umount"), ["-l", dir.path], timeout: 20) }
+        let r = try CLI.run(["run", "videotestsrc num-buffers=400 ! video/x-raw,format=BGRx,width=160,height=120 ! lensmetadata location=nats://127.0.0.1:\(freeLoopbackPort())/x spool=\(dir.path) max-queued=50 ! fakesink"], timeout: 60)
+        #expect(r.status == 0 && !r.timedOut, "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "the spool cannot be written").count == 2, "said once: \(r.stderr)")
+        let summary = Self.summary(r.stderr)
+        #expect(summary.hasPrefix("lensmetadata0: 400 frames in, 400 out, 0 dropped"), "\(r.stderr)")
+        #expect(summary.contains(" dropped (past max-queued"), "\(summary)")
+    }
+
     /// A peer that is not a broker — silent, garbage, resetting every connection — on either
     /// bus: the video runs at its own pace to the end, memory is bounded by max-queued (the
     /// oldest records dropped, counted), and the run ends within seconds, saying what happened.

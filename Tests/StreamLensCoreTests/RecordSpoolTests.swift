@@ -104,3 +104,67 @@ import Testing
         #expect(throws: StageError.self) { _ = try RecordSpool(directory: dir, maxQueued: 10, spoolBytes: 1 << 20) }
     }
 }
+
+/// The spool's edges the bus sinks lean on: one run per spool, memory bounded by what is in
+/// flight too, a single failed delivery handed out again in order, a disk that refuses.
+@Suite struct RecordSpoolEdgeTests {
+    @Test func aSpoolInUseIsRefusedUntilItsRunCloses() throws {
+        let dir = try RecordSpoolTests.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20)
+        #expect(throws: StageError.self) { _ = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20) }
+        let origin = first.origin
+        first.close()
+        let second = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20)
+        #expect(second.origin == origin, "the origin is the spool's, kept across runs")
+        #expect(try RecordSpool(directory: nil, maxQueued: 4, spoolBytes: 0).origin != origin)
+    }
+
+    /// A state older than the records on disk means the last run did not end cleanly (a crash,
+    /// a disk too full to write the state): numbering goes on after the disk's last record, under
+    /// a new origin, so message ids of records it may have sent unspooled are never reused.
+    @Test func anUncleanEndGivesANewOriginAndNumbersOnFromTheDisk() throws {
+        let dir = try RecordSpoolTests.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20)
+        for n in 1...3 { first.append(RecordSpoolTests.body(n)) }
+        let origin = first.origin
+        first.close()
+        let state = dir.appendingPathComponent("state.json")
+        let stale = String(decoding: try Data(contentsOf: state), as: UTF8.self).replacingOccurrences(of: "\"next\":4", with: "\"next\":2")
+        try stale.write(to: state, atomically: true, encoding: .utf8)
+        let second = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20)
+        #expect(second.nextSeq == 4 && second.origin != origin)
+        #expect(second.take(max: 10).map(\.seq) == [1, 2, 3])
+    }
+
+    @Test func recordsInFlightCountAgainstMaxQueued() throws {
+        let dir = try RecordSpoolTests.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let spool = try RecordSpool(directory: dir, maxQueued: 4, spoolBytes: 1 << 20)
+        for n in 1...3 { spool.append(RecordSpoolTests.body(n)) }
+        #expect(spool.take(max: 10).map(\.seq) == [1, 2, 3])
+        for n in 4...9 { spool.append(RecordSpoolTests.body(n)) }
+        #expect(spool.inMemory == 4, "3 in flight and 1 waiting; the rest on disk")
+        #expect(spool.take(max: 10).map(\.seq) == [4])
+        spool.acknowledge(1); spool.acknowledge(2)
+        #expect(spool.take(max: 10).map(\.seq) == [5, 6])
+        #expect(spool.counts.dropped == 0 && spool.unacknowledged == 7)
+    }
+
+    @Test func oneFailedDeliveryIsHandedOutAgainBeforeLaterOnes() throws {
+        let spool = try RecordSpool(directory: nil, maxQueued: 100, spoolBytes: 0)
+        for n in 1...5 { spool.append(RecordSpoolTests.body(n)) }
+        _ = spool.take(max: 3)
+        spool.acknowledge(1); spool.acknowledge(3)
+        spool.giveBack([2])
+        #expect(spool.take(max: 10).map(\.seq) == [2, 4, 5])
+    }
+
+    @Test func theRecordCarriesItsOwnSequenceNumber() throws {
+        let spool = try RecordSpool(directory: nil, maxQueued: 10, spoolBytes: 0)
+        spool.append { Data("{\"seq\":\($0)}".utf8) }
+        spool.append { Data("{\"seq\":\($0)}".utf8) }
+        #expect(spool.take(max: 2).map { String(decoding: $0.body, as: UTF8.self) } == ["{\"seq\":1}", "{\"seq\":2}"])
+    }
+}
