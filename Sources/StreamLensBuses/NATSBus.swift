@@ -5,7 +5,7 @@ import StreamLensCore
 /// NATS JetStream as a `RecordBus`: the only Swift that calls libnats. Each record is one
 /// message on the subject, published asynchronously with `Nats-Msg-Id` (JetStream drops a
 /// repeat of an id within its duplicate window) and acknowledged by the stream that stores it.
-/// libnats connects in the background and reconnects forever; while it is away nothing is
+/// libnats reconnects forever once connected; while it is away nothing is
 /// handed over (the records wait in the sender's spool, not in libnats' reconnect buffer).
 public final class NATSBus: RecordBus, @unchecked Sendable {
     public struct Configuration: Sendable {
@@ -22,21 +22,22 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
 
     public let configuration: Configuration
     // libnats' objects (opaque C structs); @unchecked Sendable: libnats' calls are thread-safe,
-    // and they are destroyed once, in close.
+    // and they are destroyed once, in close, after the sender's thread has stopped.
+    private var options: OpaquePointer?
     private var connection: OpaquePointer?
     private var jetStream: OpaquePointer?
     private let reports: any BusReports
     private var checkedStream = false
+    private var lastError: String?
+    private var nextAttempt = ContinuousClock.now
     private var closed = false
 
-    /// Opens the connection (it goes on in the background when the server is away). Throws for
-    /// what cannot work whatever the server does (a CA file libnats refuses, bad credentials' form).
+    /// Checks what cannot work whatever the server does (a CA file libnats refuses, the
+    /// server's URL); the connection is made by `serve`, on the sender's thread.
     public init(_ configuration: Configuration, reports: any BusReports) throws {
         self.configuration = configuration
         self.reports = reports
-        var options: OpaquePointer?
         try Self.check(natsOptions_Create(&options), "options")
-        defer { natsOptions_Destroy(options) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try Self.check(natsOptions_SetURL(options, configuration.server), "server \(configuration.server)")
         _ = natsOptions_SetName(options, "streamlens")
@@ -57,14 +58,27 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         _ = natsOptions_SetReconnectedCB(options, { _, closure in
             NATSBus.bus(closure).reports.connection(up: true, nil)
         }, me)
-        _ = natsOptions_SetRetryOnFailedConnect(options, true, { _, closure in
-            NATSBus.bus(closure).reports.connection(up: true, nil)
-        }, me)
-        let status = natsConnection_Connect(&connection, options)
-        guard status == NATS_OK || status == NATS_NOT_YET_CONNECTED else {
-            throw StageError("nats: cannot connect to \(configuration.server): \(Self.text(status))")
+    }
+
+    /// The first connection, tried once a second until it is made (each try at most 2 s), so
+    /// that why it fails — refused, a TLS check, the server's authorization — can be said;
+    /// after it libnats reconnects by itself.
+    private func connect() {
+        guard ContinuousClock.now >= nextAttempt else { return }
+        nextAttempt = .now + .seconds(1)
+        var made: OpaquePointer?
+        let status = natsConnection_Connect(&made, options)
+        guard status == NATS_OK, let made else {
+            // libnats prefixes its file and line: "(conn.c:1905): Authorization Violation".
+            var detail = nats_GetLastError(nil).map { String(cString: $0) } ?? ""
+            if detail.hasPrefix("("), let end = detail.range(of: "): ") { detail = String(detail[end.upperBound...]) }
+            let why = detail.isEmpty ? Self.text(status) : detail
+            if why != lastError {
+                lastError = why
+                reports.connection(up: false, why)
+            }
+            return
         }
-        if status == NATS_OK { reports.connection(up: true, nil) }
         var jsOptions = jsOptions()
         jsOptions_Init(&jsOptions)
         jsOptions.PublishAsync.MaxPending = 4096
@@ -79,12 +93,15 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
             }
             natsMsg_Destroy(message)
         }
-        jsOptions.PublishAsync.AckHandlerClosure = me
-        let made = natsConnection_JetStream(&jetStream, connection, &jsOptions)
-        guard made == NATS_OK else {
-            natsConnection_Destroy(connection)
-            throw StageError("nats: JetStream context: \(Self.text(made))")
+        jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passUnretained(self).toOpaque()
+        let context = natsConnection_JetStream(&jetStream, made, &jsOptions)
+        guard context == NATS_OK else {
+            natsConnection_Destroy(made)
+            reports.say(StageNotice(.warning, "\(configuration.server): no JetStream context (\(Self.text(context)))"))
+            return
         }
+        connection = made
+        reports.connection(up: true, nil)
     }
 
     private static func bus(_ closure: UnsafeMutableRawPointer?) -> NATSBus {
@@ -112,7 +129,7 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         return String(cString: value).split(separator: ":").last.flatMap { UInt64($0) }
     }
 
-    public var ready: Bool { !closed && natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED }
+    public var ready: Bool { !closed && connection != nil && natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED }
 
     public func send(_ record: RecordSpool.Record, id: String) -> Bool {
         var message: OpaquePointer?
@@ -131,9 +148,11 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         return status == NATS_OK
     }
 
-    /// Once connected: says so when no stream captures the subject (the records then wait, and
-    /// are sent once an operator adds one).
+    /// Makes the first connection. Once connected: says so when no stream captures the subject (the
+    /// records then wait, and are sent once an operator adds one).
     public func serve() {
+        guard !closed else { return }
+        if connection == nil { connect() }
         guard !checkedStream, ready else { return }
         checkedStream = true
         let request = "{\"subject\":\(String(decoding: try! JSONEncoder().encode(configuration.subject), as: UTF8.self))}"
@@ -156,7 +175,10 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         guard !closed else { return }
         closed = true
         jsCtx_Destroy(jetStream)
-        natsConnection_Close(connection)
-        natsConnection_Destroy(connection)
+        if connection != nil {
+            natsConnection_Close(connection)
+            natsConnection_Destroy(connection)
+        }
+        natsOptions_Destroy(options)
     }
 }

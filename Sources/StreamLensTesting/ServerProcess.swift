@@ -68,6 +68,8 @@ public final class NATSServer: @unchecked Sendable {
 
     public let port: Int
     public let server: ServerProcess
+    /// More of nats-server's options (--tls…, --user, --pass), for the next start.
+    public var options: [String] = []
 
     public init() throws {
         port = freeLoopbackPort()
@@ -76,7 +78,7 @@ public final class NATSServer: @unchecked Sendable {
 
     @discardableResult
     public func start(timeout: Double = 20) throws -> Bool {
-        try server.start(["-js", "-a", "127.0.0.1", "-p", "\(port)", "-sd", server.directory.appendingPathComponent("store").path],
+        try server.start(["-js", "-a", "127.0.0.1", "-p", "\(port)", "-sd", server.directory.appendingPathComponent("store").path] + options,
                          port: port, timeout: timeout)
     }
 

@@ -108,6 +108,37 @@ struct BusTests {
         #expect(Self.summary(r.stderr).hasPrefix("lensmetadata0: 20 frames in, 20 out"), "\(r.stderr)")
     }
 
+    /// nats-server with TLS (a certificate from a CA made for the test) and a user: with
+    /// `ca-file` and `credentials` every record is stored; with another CA, or a wrong
+    /// password, nothing is, the run still ends normally, and the summary says why it never
+    /// connected (the password in no output).
+    @Test func natsOverTLSWithAUser() throws {
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let certificates = try TestCertificates(in: dir)
+        let nats = try NATSServer()
+        nats.options = ["--tls", "--tlscert", certificates.certificate, "--tlskey", certificates.key, "--user", "camera", "--pass", "s3cret-pass"]
+        try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
+        let environment = ["BUS_CA": certificates.ca, "BUS_USER": "camera", "BUS_PASSWORD": "s3cret-pass"]
+        let made = try CLI.spawn(Self.python, [Self.script, "nats-stream", "\(nats.port)", "SECURE", "secure.>"], environment: environment, timeout: 60)
+        try #require(made.status == 0, "\(made.stderr)")
+        let good = dir.appendingPathComponent("good"), bad = dir.appendingPathComponent("bad")
+        try "camera:s3cret-pass\n".write(to: good, atomically: true, encoding: .utf8)
+        try "camera:wrong\n".write(to: bad, atomically: true, encoding: .utf8)
+        for (ca, credentials, outcome) in [(certificates.ca, good.path, "20 acknowledged"),
+                                           (certificates.otherCA, good.path, "never connected (SSL handshake error: 20:unable to get local issuer certificate"),
+                                           (certificates.ca, bad.path, "never connected (Authorization Violation)")] {
+            let r = try CLI.run(["run", "\(Self.source(20)) ! lensmetadata location=nats://127.0.0.1:\(nats.port)/secure.cam ca-file=\(ca) credentials=\(credentials) ! fakesink sync=true"], timeout: 60)
+            #expect(r.status == 0, "\(r.stderr)")
+            let summary = Self.summary(r.stderr)
+            #expect(summary.hasPrefix("lensmetadata0: 20 frames in, 20 out"), "\(r.stderr)")
+            #expect(summary.contains(outcome), "ca \(ca), \(credentials): \(summary)")
+            #expect(!r.stderr.contains("s3cret-pass"), "the password is in the output")
+        }
+        let read = try CLI.spawn(Self.python, [Self.script, "nats-read", "\(nats.port)", "secure.>"], environment: environment, timeout: 60)
+        #expect(read.stdout.split(separator: "\n").count == 20, "\(read.stdout.prefix(300)) \(read.stderr)")
+    }
+
     /// librdkafka's mock cluster with its one broker taken down for two seconds mid-run: every
     /// frame's record reaches the topic once (confluent-kafka reads them back), keyed by source,
     /// `seq` 1…100 in order on its partition.
@@ -123,7 +154,7 @@ struct BusTests {
         #expect(run.waitForExit(timeout: 60))
         let (status, stderr, timedOut) = run.stop()
         #expect(status == 0 && !timedOut, "\(stderr)")
-        #expect(Self.summary(stderr).contains("100 acknowledged"), "\(stderr)")
+        #expect(Self.summary(stderr).contains("100 acknowledged") && Self.summary(stderr).contains("1 reconnect"), "the outage was seen: \(stderr)")
         let messages = try Self.client(["kafka-read", cluster.bootstraps, "streamlens", "100", "30"])
         let (seqs, repeats) = Self.sequence(messages)
         #expect(seqs == Array(1...100) && repeats == 0, "\(seqs.count) records, \(repeats) repeats")

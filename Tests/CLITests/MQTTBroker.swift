@@ -43,20 +43,9 @@ final class MQTTBroker {
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
-    /// A throwaway CA, a server certificate it signed for 127.0.0.1 (subjectAltName
-    /// IP:127.0.0.1) with its key, and a second CA that signed nothing, made with openssl.
-    struct Certificates { var ca: String, certificate: String, key: String, otherCA: String }
-    func makeCertificates() throws -> Certificates {
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        for (name, subject) in [("ca", "/CN=StreamLens test CA"), ("other-ca", "/CN=StreamLens unrelated CA")] {
-            try tool("/usr/bin/openssl", ["req", "-x509"] + ec + ["-keyout", "\(name).key", "-out", "\(name).pem", "-days", "2", "-subj", subject])
-        }
-        try tool("/usr/bin/openssl", ["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
-        try "subjectAltName=IP:127.0.0.1\n".write(to: directory.appendingPathComponent("server.ext"), atomically: true, encoding: .utf8)
-        try tool("/usr/bin/openssl", ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                                      "-out", "server.pem", "-days", "2", "-extfile", "server.ext"])
-        return Certificates(ca: path("ca.pem"), certificate: path("server.pem"), key: path("server.key"), otherCA: path("other-ca.pem"))
-    }
+    /// The test certificates (`TestCertificates`), made in `directory`.
+    typealias Certificates = TestCertificates
+    func makeCertificates() throws -> Certificates { try TestCertificates(in: directory) }
 
     /// Adds a user to the password file `passwords` (mosquitto_passwd -b; -c the first time).
     func addUser(_ user: String, password: String) throws {

@@ -4,25 +4,37 @@ what lensmetadata sent is read back with confluent-kafka and nats-py, not with o
   bus_client.py nats-stream PORT NAME SUBJECT...   make a JetStream stream (the operator's part)
   bus_client.py nats-read PORT FILTER              every stored message: one JSON line each,
                                                    {"id": Nats-Msg-Id, "record": the record}
+  (NATS over TLS and with a user: BUS_CA, BUS_USER and BUS_PASSWORD in the environment)
   bus_client.py kafka-read BOOTSTRAP TOPIC N SECONDS   messages until N arrived or SECONDS passed:
                                                    {"key": key, "partition": p, "record": …}
 """
 import asyncio
 import json
+import os
+import ssl
 import sys
 import time
 
 
-async def nats_stream(port, name, subjects):
+async def nats_connect(port):
     import nats
-    nc = await nats.connect(f"nats://127.0.0.1:{port}")
+    options = {}
+    if os.environ.get("BUS_CA"):
+        options["tls"] = ssl.create_default_context(cafile=os.environ["BUS_CA"])
+    if os.environ.get("BUS_USER"):
+        options["user"], options["password"] = os.environ["BUS_USER"], os.environ["BUS_PASSWORD"]
+    scheme = "tls" if "tls" in options else "nats"
+    return await nats.connect(f"{scheme}://127.0.0.1:{port}", **options)
+
+
+async def nats_stream(port, name, subjects):
+    nc = await nats_connect(port)
     await nc.jetstream().add_stream(name=name, subjects=subjects)
     await nc.close()
 
 
 async def nats_read(port, subject_filter):
-    import nats
-    nc = await nats.connect(f"nats://127.0.0.1:{port}")
+    nc = await nats_connect(port)
     sub = await nc.jetstream().pull_subscribe(subject_filter, durable=f"reader{int(time.time() * 1000)}")
     while True:
         try:
