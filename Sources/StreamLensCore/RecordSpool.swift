@@ -51,6 +51,8 @@ public final class RecordSpool: Sendable {
         var counts = Counts()
         /// Why the last write to the spool failed (a full disk): records then live in memory only.
         var writeError: String?
+        /// When the state was last written.
+        var lastSaved = ContinuousClock.now
         /// After the disk refused a write, it is tried again from then on.
         var diskRetryAt: ContinuousClock.Instant?
     }
@@ -113,7 +115,7 @@ public final class RecordSpool: Sendable {
             if i.counts.recovered > 0 { i.diskFrom = i.watermark + 1 }
         }
         // Recovered records join the window now; new ones go to a new segment.
-        inner.withLock { fill(&$0); saveState($0) }
+        inner.withLock { fill(&$0); saveState(&$0) }
     }
 
     deinit { close() }
@@ -223,7 +225,7 @@ public final class RecordSpool: Sendable {
             try? i.writer?.synchronize()
             try? i.writer?.close()
             i.writer = nil
-            saveState(i)
+            saveState(&i)
         }
         try? lock?.close()
     }
@@ -238,8 +240,11 @@ public final class RecordSpool: Sendable {
         while i.segments.count > 1, i.segments[1].first <= i.watermark + 1 {
             try? FileManager.default.removeItem(at: Self.segment(directory, i.segments[0].first))
             i.segments.removeFirst()
-            saveState(i)
+            saveState(&i)
         }
+        // The watermark on disk at most a second behind: after a crash, at most a second of
+        // acknowledged records is sent again.
+        if i.lastSaved.duration(to: .now) > .seconds(1) { saveState(&i) }
     }
 
     /// Appends the record to the last segment (a new one when it is full); false when the disk
@@ -255,7 +260,7 @@ public final class RecordSpool: Sendable {
                 guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw StageError("cannot create \(url.lastPathComponent)") }
                 i.writer = try FileHandle(forWritingTo: url)
                 i.segments.append((record.seq, 0))
-                saveState(i)
+                saveState(&i)
             }
             var entry = Data("\(record.seq) \(record.body.count)\n".utf8)
             entry.append(record.body)
@@ -303,7 +308,7 @@ public final class RecordSpool: Sendable {
             if let from = i.diskFrom, from < end { i.diskFrom = end }
             i.acknowledgedAbove = i.acknowledgedAbove.filter { $0 >= end }
             i.watermark = max(i.watermark, end - 1)
-            saveState(i)
+            saveState(&i)
         }
     }
 
@@ -325,7 +330,8 @@ public final class RecordSpool: Sendable {
         if i.writeError != nil || i.counts.dropped > 0 { i.waiting.sort { $0.seq < $1.seq } }
     }
 
-    private func saveState(_ i: Inner) {
+    private func saveState(_ i: inout Inner) {
+        i.lastSaved = .now
         guard let directory, let data = try? JSONEncoder().encode(State(next: i.next, acknowledged: i.watermark, origin: origin)) else { return }
         let url = directory.appendingPathComponent("state.json")
         let temporary = directory.appendingPathComponent("state.json.tmp")

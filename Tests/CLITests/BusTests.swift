@@ -36,21 +36,29 @@ struct BusTests {
         return (unique, all.count - unique.count)
     }
 
-    /// nats-server stopped three seconds into a ten-second run and started again two seconds
-    /// later: the run goes on at 20 fps, ends normally, and the stream holds all 200 records once,
-    /// `seq` 1…200, each with its message id, the frames in order.
+    /// nats-server stopped once 20 records are acknowledged, in a ten-second run, and started
+    /// again a second after /metrics shows it away: the run goes on at 20 fps, ends normally, and
+    /// the stream holds all 200 records once, `seq` 1…200, each with its message id, the frames
+    /// in order.
     @Test func natsServerStoppedAndStartedAgainMidStream() throws {
         let nats = try NATSServer()
         try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
         _ = try Self.client(["nats-stream", "\(nats.port)", "STREAMLENS", "streamlens.>"])
         let spool = try scratchDirectory()
         defer { try? FileManager.default.removeItem(at: spool) }
-        let run = try Background.streamlens(["run", "-v", "\(Self.source(200)) ! lensmetadata location=nats://127.0.0.1:\(nats.port)/streamlens.cam1 source=cam1 spool=\(spool.path) max-queued=20 ! fakesink sync=true"])
+        let metrics = freeLoopbackPort()
+        let run = try Background.streamlens(["run", "-v", "--metrics", "127.0.0.1:\(metrics)", "\(Self.source(200)) ! lensmetadata location=nats://127.0.0.1:\(nats.port)/streamlens.cam1 source=cam1 spool=\(spool.path) max-queued=20 ! fakesink sync=true"])
         try #require(run.waitFor("lensmetadata0: video/x-raw", timeout: 30), "\(run.stderr)")
-        Thread.sleep(forTimeInterval: 3)
+        let connected = "streamlens_nats_connected{stage=\"lensmetadata0\"}", acknowledged = "streamlens_nats_records_acknowledged_total{stage=\"lensmetadata0\"}"
+        try #require(MetricsEndpointTests.scrape(metrics, until: { $0[acknowledged] ?? 0 >= 20 }, timeout: 30)?[connected] == 1, "\(run.stderr)")
         nats.stop()
-        Thread.sleep(forTimeInterval: 2)
+        // The outage as /metrics shows it (promtool reads the page), then the server back.
+        let away = try #require(MetricsEndpointTests.scrape(metrics, until: { $0[connected] == 0 }, timeout: 30))
+        #expect(away[connected] == 0 && away["streamlens_nats_records_unacknowledged{stage=\"lensmetadata0\"}"] != nil, "\(away.text)")
+        #expect(try MetricsEndpointTests.promtoolCheck(away.text).status == 0)
+        Thread.sleep(forTimeInterval: 1)
         try #require(try nats.start(), "nats-server did not start again: \(nats.log.suffix(400))")
+        #expect(MetricsEndpointTests.scrape(metrics, until: { $0[connected] == 1 }, timeout: 30)?[connected] == 1, "not connected again: \(run.stderr)")
         #expect(run.waitForExit(timeout: 60))
         let (status, stderr, timedOut) = run.stop()
         #expect(status == 0 && !timedOut, "\(stderr)")
@@ -137,6 +145,37 @@ struct BusTests {
         }
         let read = try CLI.spawn(Self.python, [Self.script, "nats-read", "\(nats.port)", "secure.>"], environment: environment, timeout: 60)
         #expect(read.stdout.split(separator: "\n").count == 20, "\(read.stdout.prefix(300)) \(read.stderr)")
+    }
+
+    /// A camera that moves keeps one sequence: two serve instances in a cluster (etcd), the
+    /// camera's spool on storage both reach (`spool=SHARED/${NAME}`); its holder killed with -9
+    /// mid-stream, the other takes the camera over, and the spool with it: the stream holds
+    /// `seq` 1…N with no gap (repeats allowed: what the dead holder sent unacknowledged goes
+    /// again), every record the camera's.
+    @Test(.enabled(if: EtcdServer.available, "etcd-server is not installed (make setup installs it)"))
+    func aCameraThatMovesKeepsOneSequenceThroughASharedSpool() throws {
+        let nats = try NATSServer()
+        try #require(try nats.start(), "nats-server did not start: \(nats.log.suffix(400))")
+        _ = try Self.client(["nats-stream", "\(nats.port)", "CAMS", "cams.>"])
+        let shared = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let rig = try ClusterTests.Rig(more: "! lensmetadata location=nats://127.0.0.1:\(nats.port)/cams.${NAME} source=${NAME} spool=\(shared.path)/${NAME}")
+        let sources = """
+            sources:
+              - name: door
+                uri: file://\(rig.clip)
+            """
+        for i in ["a", "b"] { try rig.start(i, sources: sources) }
+        let holder = try #require(rig.settle(["door"], on: "ab", timeout: 60))["door"]!
+        kill(rig.instances[holder]!.pid, SIGKILL)
+        let other = holder == "a" ? "b" : "a"
+        try #require(rig.settle(["door"], on: other, timeout: 30) != nil, "the camera did not move: \(rig.sample(["door"]))")
+        let stopped = rig.instances[other]!.stop(signal: SIGTERM, timeout: 20)
+        #expect(stopped.status == 0, "\(stopped.stderr.suffix(500))")
+        let messages = try Self.client(["nats-read", "\(nats.port)", "cams.>"])
+        let (seqs, repeats) = Self.sequence(messages)
+        #expect(seqs.count >= 40 && seqs == Array(1...(seqs.last ?? 0)), "\(seqs.count) distinct, from \(seqs.first ?? 0) to \(seqs.last ?? 0), \(repeats) repeats")
+        #expect(messages.allSatisfy { ($0["record"] as? [String: Any])?["source"] as? String == "door" })
     }
 
     /// librdkafka's mock cluster with its one broker taken down for two seconds mid-run: every
