@@ -71,6 +71,9 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
                 bus.reports.failed(seq, String(cString: rd_kafka_err2str(message.pointee.err)))
             }
         }
+        // librdkafka's log goes nowhere: what matters comes through the error callback below and
+        // is said once by the sender (its default log would print every retry on stderr).
+        rd_kafka_conf_set_log_cb(conf) { _, _, _, _ in }
         rd_kafka_conf_set_error_cb(conf) { _, code, reason, opaque in
             guard let opaque else { return }
             let bus = Unmanaged<KafkaBus>.fromOpaque(opaque).takeUnretainedValue()

@@ -49,6 +49,7 @@ public final class BusSender: BusReports, Sendable {
         var notices: [StageNotice] = []
         var saidDrops = false
         var saidWriteError = false
+        var saidAway = false
         var pauseUntil: ContinuousClock.Instant?
         var stopping = false
         var stopped = false
@@ -161,9 +162,7 @@ public final class BusSender: BusReports, Sendable {
 
     public func delivered(_ seq: UInt64) {
         spool.acknowledge(seq)
-        figures.withLock { f in
-            if !f.connected { f.connected = true; f.connections += 1 }
-        }
+        if !figures.withLock({ $0.connected }) { connection(up: true, nil) }
     }
 
     public func failed(_ seq: UInt64, _ why: String) {
@@ -176,11 +175,20 @@ public final class BusSender: BusReports, Sendable {
         wake.signal()
     }
 
+    /// Said once when the bus cannot be reached, and once more when it is reached again.
     public func connection(up: Bool, _ why: String?) {
         figures.withLock { f in
             if up && !f.connected { f.connections += 1 }
             f.connected = up
             if let why { f.lastError = why }
+            if !up && !f.saidAway && !f.stopping {
+                f.saidAway = true
+                let waiting = spool.directory.map { "in memory up to max-queued, then in the spool \($0.path)" } ?? "in memory up to max-queued"
+                f.notices.append(StageNotice(.warning, "\(location) cannot be reached\(why.map { " (\($0))" } ?? ""): records wait \(waiting), the video goes on"))
+            } else if up && f.saidAway {
+                f.saidAway = false
+                f.notices.append(StageNotice(.info, "\(location) reached again: sending what waits, oldest first"))
+            }
         }
         wake.signal()
     }

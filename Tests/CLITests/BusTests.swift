@@ -221,6 +221,29 @@ struct BusTests {
         #expect(summary.contains(" dropped (past max-queued"), "\(summary)")
     }
 
+    /// Kafka's options reach librdkafka: every compression is read back by confluent-kafka; TLS
+    /// (`ca-file`) and SASL (`credentials`) are spoken to the mock cluster's plain listener, which
+    /// cannot answer them, so nothing is delivered and the run says why, ending on time.
+    @Test func kafkaCompressionTLSAndSASLReachTheClient() throws {
+        let cluster = try KafkaMockCluster(brokers: 1)
+        let dir = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ca = try TestCertificates(in: dir).ca
+        let credentials = dir.appendingPathComponent("credentials")
+        try "camera:s3cret-pass\n".write(to: credentials, atomically: true, encoding: .utf8)
+        for compression in ["none", "gzip", "snappy", "lz4", "zstd"] {
+            let r = try CLI.run(["run", "\(Self.source(10)) ! lensmetadata location=kafka://\(cluster.bootstraps)/c-\(compression) compression=\(compression) ! fakesink sync=true"], timeout: 60)
+            #expect(r.status == 0 && Self.summary(r.stderr).contains("10 acknowledged"), "\(compression): \(r.stderr)")
+            let (seqs, _) = Self.sequence(try Self.client(["kafka-read", cluster.bootstraps, "c-\(compression)", "10", "30"]))
+            #expect(seqs == Array(1...10), "\(compression): \(seqs)")
+        }
+        for (option, why) in [("ca-file=\(ca)", "SSL handshake failed"), ("credentials=\(credentials.path)", "never connected")] {
+            let r = try CLI.run(["run", "\(Self.source(10)) ! lensmetadata location=kafka://\(cluster.bootstraps)/secure \(option) ! fakesink sync=true"], timeout: 60)
+            #expect(r.status == 0 && Self.summary(r.stderr).contains(why) && Self.summary(r.stderr).contains("0 acknowledged"), "\(option): \(r.stderr)")
+            #expect(!r.stderr.contains("s3cret-pass"))
+        }
+    }
+
     /// A peer that is not a broker — silent, garbage, resetting every connection — on either
     /// bus: the video runs at its own pace to the end, memory is bounded by max-queued (the
     /// oldest records dropped, counted), and the run ends within seconds, saying what happened.

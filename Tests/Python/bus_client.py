@@ -49,7 +49,7 @@ async def nats_read(port, subject_filter):
 
 def kafka_read(bootstrap, topic, n, seconds):
     from confluent_kafka import Consumer
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "auto.offset.reset": "earliest"})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tests-{topic}-{time.time()}", "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     got, end = 0, time.time() + seconds
     while got < n and time.time() < end:
