@@ -79,7 +79,12 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
             let bus = Unmanaged<KafkaBus>.fromOpaque(opaque).takeUnretainedValue()
             let why = reason.map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(rd_kafka_resp_err_t(code)))
             let err = rd_kafka_resp_err_t(code)
-            if err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE {
+            if err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN {
+                // "1/1 brokers are down" says less than the error before it (refused, a TLS
+                // handshake, SASL): that one stays the reason.
+                bus.reports.connection(up: false, nil)
+            } else if err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE || err == RD_KAFKA_RESP_ERR__SSL
+                        || err == RD_KAFKA_RESP_ERR__AUTHENTICATION {
                 bus.reports.connection(up: false, why)
             } else if err == RD_KAFKA_RESP_ERR__FATAL {
                 bus.reports.say(StageNotice(.warning, "kafka \(bus.configuration.brokers): \(why)"))

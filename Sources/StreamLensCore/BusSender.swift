@@ -80,7 +80,7 @@ public final class BusSender: BusReports, Sendable {
         var body = record.last == 0x0A ? record.dropLast() : record[...]
         guard body.first == UInt8(ascii: "{") else { return [] }
         body = body.dropFirst()
-        let more = body.contains(where: { $0 != 0x20 && $0 != UInt8(ascii: "}") })
+        let more = body.first != UInt8(ascii: "}")
         spool.append { seq in
             var out = head
             out.append(contentsOf: String(seq).utf8)
@@ -168,6 +168,7 @@ public final class BusSender: BusReports, Sendable {
     public func failed(_ seq: UInt64, _ why: String) {
         spool.giveBack([seq])
         figures.withLock { f in
+            guard !f.stopping else { return } // the end abandons what is in flight: not a failure
             f.failures += 1
             f.lastError = why
             f.pauseUntil = .now + .milliseconds(500)

@@ -7,8 +7,9 @@ import StreamLensCore
 ///     streamlens run 'filesrc location=clip.mp4 ! decodebin ! videoconvert ! lensdetect ! lensmetadata location=faces.jsonl ! fakesink'
 ///
 /// Where the records go is a record sink chosen by the scheme of `location`
-/// (`RecordSinkRegistry`): a file or standard output, or with `location=mqtt://HOST:PORT/TOPIC`
-/// (or mqtts://) each frame's line is one MQTT message instead (docs/metadata.md, "MQTT").
+/// (`RecordSinkRegistry`): a file or standard output, or each frame's line one message on MQTT
+/// (`mqtt://HOST:PORT/TOPIC`), Kafka (`kafka://…/TOPIC`) or NATS JetStream (`nats://…/SUBJECT`), or
+/// one webhook request (`http://`): docs/metadata.md, docs/outputs.md.
 /// Sending never holds a frame back, whatever the destination does:
 ///
 ///     streamlens run 'videotestsrc is-live=true ! videoconvert ! video/x-raw,format=BGRx ! lensdetect ! lensmetadata location=mqtt://127.0.0.1:1883/streamlens/camera1 ! fakesink'
