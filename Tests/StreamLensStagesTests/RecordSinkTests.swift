@@ -14,7 +14,7 @@ import Testing
     @Test func thePropertyTableHoldsEverySinksPropertiesOnce() {
         let names = MetadataStage.descriptor.properties.map(\.name)
         #expect(Set(names).count == names.count, "\(names)")
-        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "timeout-ms", "retries", "mode", "thread"], "\(names)")
+        #expect(names == ["location", "publish", "max-queued", "qos", "credentials", "ca-file", "timeout-ms", "retries", "spool", "spool-max-mb", "source", "compression", "sasl-mechanism", "mode", "thread"], "\(names)")
     }
 
     /// file://PATH is the same file sink as PATH; publish=events keeps only the frames with events.
@@ -33,8 +33,23 @@ import Testing
         #expect(lines.count == 1 && lines[0].contains(#""frame":1"#) && lines[0].contains(#""type":"crossed""#), "\(lines)")
     }
 
+    /// A bus location that cannot work is refused at start, naming the property and what is wrong.
+    @Test(arguments: [
+        ("kafka://127.0.0.1:9092", "property location=kafka://127.0.0.1:9092: no topic after the host (…://HOST:PORT/TOPIC)"),
+        ("kafka://127.0.0.1:9092,:9093/t", "property location=kafka://127.0.0.1:9092,:9093/t: no host (…://HOST:PORT/TOPIC)"),
+        ("nats://127.0.0.1:99999/s", "property location=nats://127.0.0.1:99999/s: bad port 99999 (1…65535)"),
+        ("nats://a:1,b:2/s", "property location=nats://a:1,b:2/s: one NATS server (HOST:PORT)"),
+        ("nats://camera:pw@127.0.0.1/s", "property location=nats://camera:pw@127.0.0.1/s: no user or password in the URL: use credentials=FILE"),
+        ("kafka://127.0.0.1/a/b", "property location=kafka://127.0.0.1/a/b: the topic a/b has a space or a /"),
+    ])
+    func aBadBusLocationIsRefusedAtStart(_ location: String, _ message: String) {
+        #expect(throws: StageError(message)) {
+            _ = try StageDriver(MetadataStage.self, settings: ["location": .string(location)])
+        }
+    }
+
     @Test func anUnknownSchemeIsRefusedWithTheKnownOnes() {
-        #expect(throws: StageError("property location=amqp://127.0.0.1/t: unknown scheme amqp (file://, mqtt://, mqtts://, http://, https://, or a file path)")) {
+        #expect(throws: StageError("property location=amqp://127.0.0.1/t: unknown scheme amqp (file://, mqtt://, mqtts://, http://, https://, kafka://, nats://, or a file path)")) {
             _ = try StageDriver(MetadataStage.self, settings: ["location": .string("amqp://127.0.0.1/t")])
         }
     }
