@@ -155,7 +155,8 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         if connection == nil { connect() }
         guard !checkedStream, ready else { return }
         checkedStream = true
-        let request = "{\"subject\":\(String(decoding: try! JSONEncoder().encode(configuration.subject), as: UTF8.self))}"
+        let subject = (try? JSONEncoder().encode(configuration.subject)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+        let request = "{\"subject\":\(subject)}"
         var reply: OpaquePointer?
         let status = natsConnection_RequestString(&reply, connection, "$JS.API.STREAM.NAMES", request, 2000)
         defer { natsMsg_Destroy(reply) }

@@ -85,6 +85,9 @@ final class NATSRecordSink: BusRecordSink {
     init(location: String, settings: Settings) throws {
         let (servers, subject) = try BusSinkSettings.parse(location, defaultPort: 4222, name: "subject")
         guard servers.count == 1 else { throw StageError("property location=\(location): one NATS server (HOST:PORT)") }
+        guard !subject.split(separator: ".", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "*" || $0 == ">" }) else {
+            throw StageError("property location=\(location): \(subject) is not a subject to publish to (no wildcards * or >, no empty tokens)")
+        }
         var c = NATSBus.Configuration(server: "nats://\(servers[0].description)", subject: subject)
         c.credentials = try settings.bus.resolvedCredentials(bus: "NATS")
         c.caFile = try settings.bus.checkedCAFile()

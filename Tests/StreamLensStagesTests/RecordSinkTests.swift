@@ -40,6 +40,7 @@ import Testing
         ("nats://127.0.0.1:99999/s", "property location=nats://127.0.0.1:99999/s: bad port 99999 (1…65535)"),
         ("nats://a:1,b:2/s", "property location=nats://a:1,b:2/s: one NATS server (HOST:PORT)"),
         ("nats://camera:pw@127.0.0.1/s", "property location=nats://camera:pw@127.0.0.1/s: no user or password in the URL: use credentials=FILE"),
+        ("nats://127.0.0.1/cams.>", "property location=nats://127.0.0.1/cams.>: cams.> is not a subject to publish to (no wildcards * or >, no empty tokens)"),
         ("kafka://127.0.0.1/a/b", "property location=kafka://127.0.0.1/a/b: the topic a/b has a space or a /"),
     ])
     func aBadBusLocationIsRefusedAtStart(_ location: String, _ message: String) {
