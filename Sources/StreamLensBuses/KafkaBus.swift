@@ -160,13 +160,6 @@ public final class KafkaMockCluster: @unchecked Sendable {
         _ = up ? rd_kafka_mock_broker_set_up(cluster, id) : rd_kafka_mock_broker_set_down(cluster, id)
     }
 
-    /// The next produce requests, one per code, are answered with these Kafka error codes
-    /// (6 NOT_LEADER_FOR_PARTITION, 7 REQUEST_TIMED_OUT…) instead of being stored.
-    public func failProduceRequests(_ codes: [Int32]) {
-        let errors = codes.map { rd_kafka_resp_err_t($0) }
-        rd_kafka_mock_push_request_errors_array(cluster, 0 /* Produce */, errors.count, errors)
-    }
-
     /// Makes `topic` with `partitions` (else the first produce makes it with the default).
     public func createTopic(_ topic: String, partitions: Int32) {
         _ = rd_kafka_mock_topic_create(cluster, topic, partitions, 1)
