@@ -53,6 +53,7 @@ public final class BusSender: BusReports, Sendable {
         var pauseUntil: ContinuousClock.Instant?
         var stopping = false
         var stopped = false
+        var finished = false
     }
     private let figures = Mutex(Figures())
     private let wake = DispatchSemaphore(value: 0)
@@ -104,10 +105,12 @@ public final class BusSender: BusReports, Sendable {
         }
     }
 
-    /// End of stream: waits while the bus acknowledges records, up to `quiet` seconds without
-    /// one (half a second when not connected: nothing can come) or `atMost` in all, then closes
-    /// the bus and the spool: what is unacknowledged stays in the spool for the next run.
+    /// End of stream, once (a sink let go of without it calls it with no wait): waits while
+    /// the bus acknowledges records, up to `quiet` seconds without one (half a second when not
+    /// connected: nothing can come) or `atMost` in all, then closes the bus and the spool: what
+    /// is unacknowledged stays in the spool for the next run.
     public func finish(quiet: Double, atMost: Double) -> [StageNotice] {
+        guard figures.withLock({ f in defer { f.finished = true }; return !f.finished }) else { return [] }
         let start = ContinuousClock.now
         var lastProgress = start, lastAcknowledged = spool.counts.acknowledged, awayFor = 0.0
         while spool.unacknowledged > 0, start.duration(to: .now) < .seconds(atMost) {
@@ -126,7 +129,8 @@ public final class BusSender: BusReports, Sendable {
             wake.signal()
             done.wait()
         }
-        figures.withLock { $0.bus }?.close()
+        // The bus holds the sender (its reports): letting go of it here ends the cycle.
+        figures.withLock { f -> (any RecordBus)? in defer { f.bus = nil }; return f.bus }?.close()
         let left = spool.unacknowledged
         spool.close()
         guard left > 0 else { return [] }

@@ -81,6 +81,7 @@ final class NATSRecordSink: BusRecordSink {
     }
 
     let sender: BusSender
+    deinit { _ = sender.finish(quiet: 0, atMost: 0) }
 
     init(location: String, settings: Settings) throws {
         let (servers, subject) = try BusSinkSettings.parse(location, defaultPort: 4222, name: "subject")
@@ -116,6 +117,7 @@ final class KafkaRecordSink: BusRecordSink {
     }
 
     let sender: BusSender
+    deinit { _ = sender.finish(quiet: 0, atMost: 0) }
 
     init(location: String, settings: Settings) throws {
         let (servers, topic) = try BusSinkSettings.parse(location, defaultPort: 9092, name: "topic")
