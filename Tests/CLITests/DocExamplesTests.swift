@@ -149,6 +149,7 @@ import Testing
         if text.contains("rtsp://") { return "needs an RTSP camera on the network" }
         if text.contains("device=remote") { return "needs an inference server (RemoteTests start one on loopback)" }
         if text.contains("mqtt://") || text.contains("mqtts://") { return "needs an MQTT broker (MQTTTests start one on loopback)" }
+        if text.contains("kafka://") || text.contains("nats://") { return "needs a Kafka broker or a NATS server (BusTests start them on loopback)" }
         if text.contains("lensrtsp") || pipelineName.hasSuffix("-rtsp") {
             return "serves RTSP on a fixed port until Ctrl-C (RTSPTests run lensrtsp on free ports)"
         }
