@@ -42,15 +42,30 @@ public struct ImageInput: Sendable, Equatable {
     public var layout: String
     /// "RGB" or "BGR".
     public var colorOrder: String
-    /// u8 value v becomes (v - mean) / scale.
-    public var mean: Float
-    public var scale: Float
+    /// u8 value v of channel c becomes (v - mean[c]) / scale[c]: one value for all channels,
+    /// or one per channel in `colorOrder`.
+    public var mean: [Float]
+    public var scale: [Float]
     /// The image input's name, needed when the model has several inputs (the others are set
     /// with `ImageModel.setInput`).
     public var name: String?
-    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: Float, scale: Float, name: String? = nil) {
+    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: [Float], scale: [Float], name: String? = nil) {
         self.width = width; self.height = height; self.layout = layout; self.colorOrder = colorOrder
         self.mean = mean; self.scale = scale; self.name = name
+    }
+    public init(width: Int, height: Int, layout: String, colorOrder: String, mean: Float, scale: Float, name: String? = nil) {
+        self.init(width: width, height: height, layout: layout, colorOrder: colorOrder, mean: [mean], scale: [scale], name: name)
+    }
+
+    /// A manifest's input (at `width`×`height` when given: a stage may run it at another size).
+    public init(_ m: ModelManifest.Input, width: Int? = nil, height: Int? = nil) {
+        self.init(width: width ?? m.width, height: height ?? m.height, layout: m.layout.rawValue, colorOrder: m.colorOrder.rawValue,
+                  mean: m.means.map { Float($0) }, scale: m.scales.map { Float($0) }, name: m.name)
+    }
+
+    /// Channel c's mean and scale.
+    public func normalization(_ c: Int) -> (mean: Float, scale: Float) {
+        (mean.count == 1 ? mean[0] : mean[c], scale.count == 1 ? scale[0] : scale[c])
     }
 }
 

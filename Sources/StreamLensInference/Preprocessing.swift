@@ -130,7 +130,6 @@ public final class SwiftPreprocessor: Preprocessor {
         let base = frameBase.assumingMemoryBound(to: UInt8.self)
         let channels = channelMap.count
         let nchw = input.layout == "NCHW"
-        let (mean, inverseScale) = (input.mean, 1 / input.scale)
         let width = input.width, plane = input.width * input.height
         zeros.withUnsafeBufferPointer { zero in
             columns.withUnsafeBufferPointer { columns in
@@ -139,6 +138,8 @@ public final class SwiftPreprocessor: Preprocessor {
                     let (wTop, wBottom) = (1 - row.2, row.2)
                     for oc in 0..<channels {
                         let c = channelMap[oc]
+                        let (mean, scale) = input.normalization(oc)
+                        let inverseScale = 1 / scale
                         // NCHW: a channel's row is contiguous; NHWC: channels interleave.
                         var at = nchw ? oc * plane + oy * width : oy * width * channels + oc
                         let step = nchw ? 1 : channels

@@ -111,8 +111,20 @@ extension InferenceEngine {
             try check(ov_preprocess_preprocess_steps_convert_color(steps, input.colorOrder == "BGR" ? BGR : RGB), "ov_preprocess_preprocess_steps_convert_color")
         }
         try check(ov_preprocess_preprocess_steps_convert_element_type(steps, F32), "ov_preprocess_preprocess_steps_convert_element_type")
-        if input.mean != 0 { try check(ov_preprocess_preprocess_steps_mean(steps, input.mean), "ov_preprocess_preprocess_steps_mean") }
-        if input.scale != 1 { try check(ov_preprocess_preprocess_steps_scale(steps, input.scale), "ov_preprocess_preprocess_steps_scale") }
+        // One value for all channels, or one per channel (in the model's channel order).
+        var mean = input.mean, scale = input.scale
+        if Set(mean).count == 1 { mean = [mean[0]] }
+        if Set(scale).count == 1 { scale = [scale[0]] }
+        if mean.count > 1 {
+            try check(ov_preprocess_preprocess_steps_mean_multi_channels(steps, &mean, Int32(mean.count)), "ov_preprocess_preprocess_steps_mean_multi_channels")
+        } else if mean[0] != 0 {
+            try check(ov_preprocess_preprocess_steps_mean(steps, mean[0]), "ov_preprocess_preprocess_steps_mean")
+        }
+        if scale.count > 1 {
+            try check(ov_preprocess_preprocess_steps_scale_multi_channels(steps, &scale, Int32(scale.count)), "ov_preprocess_preprocess_steps_scale_multi_channels")
+        } else if scale[0] != 1 {
+            try check(ov_preprocess_preprocess_steps_scale(steps, scale[0]), "ov_preprocess_preprocess_steps_scale")
+        }
 
         return padding
     }

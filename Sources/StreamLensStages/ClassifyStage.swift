@@ -133,8 +133,7 @@ public final class ClassifyStage: Stage {
     /// The model on `options`' device, for crops of the model's own size.
     private func modelRequest(_ options: InferenceOptions) -> ModelRequest {
         let (w, h) = (manifest.input.width, manifest.input.height)
-        let input = ImageInput(width: w, height: h, layout: manifest.input.layout.rawValue, colorOrder: manifest.input.colorOrder.rawValue,
-                               mean: Float(manifest.mean), scale: Float(manifest.scale))
+        let input = ImageInput(manifest.input)
         let layout = FrameLayout(width: w, height: h, pixelFormat: gray ? "GRAY8" : "RGB", stride: w * (gray ? 1 : 3))
         return ModelRequest(source: .file(modelPath), input: input, frame: layout, options: options, resizable: manifest.input.resizable)
     }

@@ -182,8 +182,7 @@ public final class DetectStage: Stage {
         case .stretch:
             region = .whole
         }
-        let input = ImageInput(width: manifest.input.width, height: manifest.input.height, layout: manifest.input.layout.rawValue,
-                               colorOrder: manifest.input.colorOrder.rawValue, mean: Float(manifest.mean), scale: Float(manifest.scale))
+        let input = ImageInput(manifest.input)
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
         let source = try settings.remote.address(device: settings.inference.device, manifestPath: manifestPath).map(ModelSource.server)
             ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))

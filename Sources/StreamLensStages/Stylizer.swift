@@ -95,9 +95,7 @@ final class Stylizer {
         if options.device == RemoteSettings.device { options.device = "CPU" } // the style network runs here, once a style
         options.batchSize = 1 // run once, alone
         let pixels = try StillImage.loadRGB(path: image, width: style.input.width, height: style.input.height)
-        let input = ImageInput(width: style.input.width, height: style.input.height, layout: style.input.layout.rawValue,
-                               colorOrder: style.input.colorOrder.rawValue, mean: Float(style.input.mean), scale: Float(style.input.scale),
-                               name: style.input.name)
+        let input = ImageInput(style.input)
         let frame = FrameLayout(width: style.input.width, height: style.input.height, pixelFormat: "RGB", stride: style.input.width * 3)
         do {
             let model = try models.load(ModelRequest(source: .file(try manifest.resolve(style.model, relativeTo: manifestPath)), input: input,
@@ -138,8 +136,7 @@ final class Stylizer {
         }
         let path = configuration.manifestPath
         let m = manifest.input
-        let input = ImageInput(width: width, height: height, layout: m.layout.rawValue, colorOrder: m.colorOrder.rawValue,
-                               mean: Float(m.mean), scale: Float(m.scale), name: m.name)
+        let input = ImageInput(m, width: width, height: height)
         // The stage hands the model packed pixels already at the inference size and in the
         // model's channel order: the backend's pre-processing only converts them to floats.
         let frame = FrameLayout(width: width, height: height, pixelFormat: m.colorOrder.rawValue, stride: width * 3)

@@ -124,7 +124,7 @@ private let packageRoot = URL(fileURLWithPath: #filePath)
         #expect(m.decoder.name == "centerface")
         #expect(DecoderRegistry.detector(named: "centerface").map(ObjectIdentifier.init) == ObjectIdentifier(CenterFaceDecoderOptions.self))
         #expect(m.input.resizable && m.input.width == 640 && m.input.height == 384 && m.input.layout == .nchw)
-        #expect(m.mean == 0 && m.scale == 1)
+        #expect(m.input.means == [0] && m.input.scales == [1])
         let options = try #require(m.decoder.detector as? CenterFaceDecoderOptions)
         #expect(options == CenterFaceDecoderOptions()) // the manifest spells out the defaults
         let decoder = try #require(try m.makeDecoder() as? CenterFaceDecoder)

@@ -393,13 +393,40 @@ private func close(_ a: Point, _ b: Point, _ tolerance: Double = 1e-9) -> Bool {
         func io(_ range: [Double]) -> ModelManifest.Input {
             ModelManifest.Input(width: 1, height: 1, colorOrder: .rgb, valueRange: range, layout: .nhwc)
         }
-        #expect(io([-1, 1]).mean == 127.5 && io([-1, 1]).scale == 127.5)
-        #expect(io([0, 1]).mean == 0 && io([0, 1]).scale == 255)
-        #expect(io([0, 255]).mean == 0 && io([0, 255]).scale == 1)
-        #expect(io([0, 255]).mean.sign == .plus)
+        #expect(io([-1, 1]).means == [127.5] && io([-1, 1]).scales == [127.5])
+        #expect(io([0, 1]).means == [0] && io([0, 1]).scales == [255])
+        #expect(io([0, 255]).means == [0] && io([0, 255]).scales == [1])
+        #expect(io([0, 255]).means[0].sign == .plus)
         for range in [[-1.0, 1.0], [0, 1], [0, 255], [-0.5, 2]] {
             let input = io(range)
-            #expect(close((0 - input.mean) / input.scale, range[0]) && close((255 - input.mean) / input.scale, range[1]))
+            #expect(close((0 - input.means[0]) / input.scales[0], range[0]) && close((255 - input.means[0]) / input.scales[0], range[1]))
+        }
+    }
+
+    /// PaddleOCR's and torchvision's normalisation: value_range [0, 1], then ImageNet's mean and
+    /// std per channel; 8-bit v of channel c becomes (v / 255 - mean[c]) / std[c].
+    @Test func meanAndStdPerChannelAfterTheValueRange() throws {
+        let json = #"{"width": 8, "height": 8, "color_order": "BGR", "value_range": [0, 1], "layout": "NCHW", "mean": [0.406, 0.456, 0.485], "std": [0.225, 0.224, 0.229]}"#
+        let input = try JSONDecoder().decode(ModelManifest.Input.self, from: Data(json.utf8))
+        for (c, (m, s)) in [(0.406, 0.225), (0.456, 0.224), (0.485, 0.229)].enumerated() {
+            for v in [0.0, 100, 255] {
+                #expect(close((v - input.means[c]) / input.scales[c], (v / 255 - m) / s), "channel \(c), \(v)")
+            }
+        }
+        // One std for all channels with a mean per channel; [-1, 1] first.
+        let mixed = try JSONDecoder().decode(ModelManifest.Input.self, from: Data(#"{"width": 8, "height": 8, "color_order": "RGB", "value_range": [-1, 1], "layout": "NHWC", "mean": [0.1, 0.2, 0.3], "std": [2]}"#.utf8))
+        #expect(mixed.means.count == 3 && mixed.scales.count == 3 && close((255 - mixed.means[2]) / mixed.scales[2], (1 - 0.3) / 2))
+    }
+
+    @Test(arguments: [
+        (#""mean": [0.1, 0.2]"#, "input mean has 2 values: give 1, or one per channel (3 for RGB)"),
+        (#""std": [0.5, 0, 0.5]"#, "input std [0.5, 0.0, 0.5] must be above 0"),
+        (#""std": [1e-320]"#, "input mean and std over value_range [0.0, 1.0] give no usable normalisation"),
+    ])
+    func aBadMeanOrStdIsRefused(_ extra: String, _ message: String) throws {
+        let json = #"{"schema_version": 1, "name": "m", "model": "m.onnx", "licence": "x", "input": {"width": 32, "height": 32, "color_order": "RGB", "value_range": [0, 1], "layout": "NCHW", \#(extra)}, "decoder": {"name": "centerface", "parameters": {}}}"#
+        #expect(throws: StageError("model manifest m.json: \(message)")) {
+            _ = try ModelManifest.decode(Data(json.utf8), origin: "m.json")
         }
     }
 

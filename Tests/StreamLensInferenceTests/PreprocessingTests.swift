@@ -13,9 +13,12 @@ import Testing
         ("centre crop NCHW BGR", ImageInput(width: 96, height: 64, layout: "NCHW", colorOrder: "BGR", mean: 0, scale: 255),
          .crop(x: 100, y: 40, width: 300, height: 200)),
         ("stretch NCHW RGB", ImageInput(width: 320, height: 180, layout: "NCHW", colorOrder: "RGB", mean: 0, scale: 1), .whole),
+        // PaddleOCR's detector: BGR, ImageNet's mean and std per channel over [0, 1].
+        ("per channel NCHW BGR", ImageInput(width: 160, height: 96, layout: "NCHW", colorOrder: "BGR",
+                                            mean: [0.406 * 255, 0.456 * 255, 0.485 * 255], scale: [0.225 * 255, 0.224 * 255, 0.229 * 255]), .whole),
     ]
 
-    @Test(arguments: 0..<3) func swiftStepsGiveOpenVINOsTensor(index: Int) throws {
+    @Test(arguments: 0..<4) func swiftStepsGiveOpenVINOsTensor(index: Int) throws {
         let (name, input, region) = Self.cases[index]
         let image = try decodeRGB(packageRoot.appendingPathComponent(".deps/media/astronaut.png").path)
         // BGRx with padded rows: the colour order and the stride both matter.
@@ -34,7 +37,7 @@ import Testing
         try #require(a.count == b.count, "\(name): \(a.count) vs \(b.count) bytes")
         let x = a.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }, y = b.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         // In grey levels: the two resamplers round differently, nothing more.
-        let differences = zip(x, y).map { abs($0 - $1) * input.scale }
+        let differences = zip(x, y).map { abs($0 - $1) * input.scale.max()! }
         let mean = differences.reduce(0, +) / Float(differences.count)
         #expect(mean < 0.6 && differences.max()! < 3, "\(name): mean \(mean), max \(differences.max()!) grey levels")
     }

@@ -184,8 +184,8 @@ public enum FuzzEntryPoints {
         }
         // The input's normalisation goes to OpenVINO as (x - mean) / scale.
         for input in [manifest.input] + (manifest.style.map { [$0.input] } ?? []) {
-            guard input.scale.isFinite, input.scale != 0, input.mean.isFinite else {
-                throw FuzzFinding("value_range \(input.valueRange) gives scale \(input.scale), mean \(input.mean)")
+            guard input.scales.allSatisfy({ $0.isFinite && $0 != 0 }), input.means.allSatisfy(\.isFinite) else {
+                throw FuzzFinding("value_range \(input.valueRange), mean \(input.channelMean ?? []), std \(input.channelStd ?? []) give scale \(input.scales), mean \(input.means)")
             }
         }
         guard manifest.decoder.blazeFace != nil else { return }

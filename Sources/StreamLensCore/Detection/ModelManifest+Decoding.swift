@@ -10,6 +10,8 @@ extension ModelManifest.Input {
         layout = try c.decode(Layout.self, forKey: .layout)
         name = try c.decodeIfPresent(String.self, forKey: .name)
         resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
+        channelMean = try c.decodeIfPresent([Double].self, forKey: .channelMean)
+        channelStd = try c.decodeIfPresent([Double].self, forKey: .channelStd)
     }
 }
 

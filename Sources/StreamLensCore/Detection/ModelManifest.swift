@@ -64,18 +64,17 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// run at whatever size the manifest chooses; without it a fixed shape that differs from
         /// the manifest is refused, since most detectors' decoders are made for one size.
         public var resizable: Bool = false
+        /// Per channel (in `color_order`), after `value_range`: (v - mean) / std (ImageNet's
+        /// [0.485, 0.456, 0.406] and [0.229, 0.224, 0.225] over [0, 1]). Default none.
+        public var channelMean: [Double]? = nil
+        public var channelStd: [Double]? = nil
 
         enum CodingKeys: String, CodingKey {
             case width, height, layout, name, resizable
             case colorOrder = "color_order"
             case valueRange = "value_range"
+            case channelMean = "mean", channelStd = "std"
         }
-
-        /// OpenVINO-style normalisation `(x - mean) / scale` taking 8-bit 0…255 to the value
-        /// range [lo, hi]: scale = 255 / (hi - lo), mean = -lo * scale. [-1, 1]: 127.5 and
-        /// 127.5; [0, 1]: 0 and 255; [0, 255]: 0 and 1. Valid once the manifest is validated.
-        public var scale: Double { 255 / (valueRange[1] - valueRange[0]) }
-        public var mean: Double { 0 - valueRange[0] * scale }
     }
 
     /// Which decoder turns the outputs into results, and its parameters: a detector family
@@ -305,6 +304,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             throw StageError("\(what) size \(input.width)x\(input.height) is not positive")
         }
         try validate(range: input.valueRange, what: "\(what) value_range")
+        try input.validateChannelNormalization(what: what)
     }
 
     private static func validate(range: [Double], what: String) throws {
@@ -328,10 +328,6 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         if file.hasPrefix("/") { return file }
         return URL(fileURLWithPath: manifestPath).deletingLastPathComponent().appendingPathComponent(file).path
     }
-
-    /// The input's normalisation, `(x - mean) / scale` (see `Input.mean`).
-    public var mean: Double { input.mean }
-    public var scale: Double { input.scale }
 
     /// This model's detection decoder (its family's, from `DecoderRegistry`), labelling
     /// detections with the manifest's labels.
