@@ -46,6 +46,8 @@ public final class RecordSpool: Sendable {
         var inFlight: [UInt64: Record] = [:]
         /// On disk beyond the window: the seq from which to read on (spool only).
         var diskFrom: UInt64?
+        /// Where the last top-up from disk stopped: a segment and the byte after its last entry read.
+        var diskCursor: (segment: UInt64, offset: Int)?
         var segments: [(first: UInt64, bytes: Int)] = []
         var writer: FileHandle?
         var counts = Counts()
@@ -126,19 +128,34 @@ public final class RecordSpool: Sendable {
 
     /// The entries of a segment file; a torn last entry is left out.
     static func read(_ url: URL) -> [Record] {
-        guard let data = FileManager.default.contents(atPath: url.path) else { return [] }
         var out: [Record] = []
-        var i = data.startIndex
-        while i < data.endIndex {
-            guard let newline = data[i...].firstIndex(of: 0x0A) else { break }
-            let header = String(decoding: data[i..<newline], as: UTF8.self).split(separator: " ")
-            guard header.count == 2, let seq = UInt64(header[0]), let length = Int(header[1]), length >= 0 else { break }
-            let start = newline + 1
-            guard data.endIndex - start >= length + 1, data[start + length] == 0x0A else { break }
-            out.append(Record(seq: seq, body: Data(data[start..<(start + length)])))
-            i = start + length + 1
-        }
+        _ = entries(url, from: 0) { out.append($0); return true }
         return out
+    }
+
+    /// Hands the entries of a segment file from byte `offset` to `take`, read 64 KB at a time,
+    /// until `take` says no (that entry is left for next time) or the file, or a torn entry,
+    /// ends; the offset after the last entry taken.
+    static func entries(_ url: URL, from offset: Int, _ take: (Record) -> Bool) -> Int {
+        guard let file = try? FileHandle(forReadingFrom: url), (try? file.seek(toOffset: UInt64(offset))) != nil else { return offset }
+        defer { try? file.close() }
+        var buffer = Data(), consumed = offset
+        while let chunk = try? file.read(upToCount: 1 << 16), !chunk.isEmpty {
+            buffer.append(chunk)
+            var i = 0
+            while let newline = buffer[i...].firstIndex(of: 0x0A) {
+                let header = String(decoding: buffer[i..<newline], as: UTF8.self).split(separator: " ")
+                // A length past any record StreamLens writes is a torn or foreign header.
+                guard header.count == 2, let seq = UInt64(header[0]), let length = Int(header[1]), (0...(64 << 20)).contains(length) else { return consumed }
+                let start = newline + 1
+                guard buffer.count - start >= length + 1 else { break } // the rest is in the next chunk
+                guard buffer[start + length] == 0x0A, take(Record(seq: seq, body: buffer.subdata(in: start..<(start + length)))) else { return consumed }
+                consumed += start + length + 1 - i
+                i = start + length + 1
+            }
+            buffer = buffer.subdata(in: i..<buffer.count)
+        }
+        return consumed
     }
 
     // MARK: Appending and handing out
@@ -312,22 +329,27 @@ public final class RecordSpool: Sendable {
         }
     }
 
-    /// Tops the memory window up from disk (spool only).
+    /// Tops the memory window up from disk (spool only), reading on from where the last top-up
+    /// stopped (`diskCursor`), so a replay reads each record once.
     private func fill(_ i: inout Inner) {
         guard let directory, let from = i.diskFrom, i.waiting.count + i.inFlight.count < maxQueued else { return }
-        try? i.writer?.synchronize()
-        var next = from
-        outer: for (k, segment) in i.segments.enumerated() {
+        let hadWaiting = !i.waiting.isEmpty
+        var next = from, full = false
+        for (k, segment) in i.segments.enumerated() where !full {
             if k + 1 < i.segments.count, i.segments[k + 1].first <= next { continue } // wholly below
-            for r in Self.read(Self.segment(directory, segment.first)) where r.seq >= next {
-                guard i.waiting.count + i.inFlight.count < maxQueued else { break outer }
+            let start = i.diskCursor.flatMap { $0.segment == segment.first ? $0.offset : nil } ?? 0
+            let end = Self.entries(Self.segment(directory, segment.first), from: start) { r in
+                guard r.seq >= next else { return true }
+                guard i.waiting.count + i.inFlight.count < maxQueued else { full = true; return false }
                 if r.seq > i.watermark, !i.acknowledgedAbove.contains(r.seq), i.inFlight[r.seq] == nil { i.waiting.append(r) }
                 next = r.seq + 1
+                return true
             }
+            i.diskCursor = (segment.first, end)
         }
         i.diskFrom = next < i.next ? next : nil
-        // A record the disk refused waits in memory beside those read back: oldest first.
-        if i.writeError != nil || i.counts.dropped > 0 { i.waiting.sort { $0.seq < $1.seq } }
+        // Records the disk refused wait in memory beside those read back: oldest first.
+        if hadWaiting { i.waiting.sort { $0.seq < $1.seq } }
     }
 
     private func saveState(_ i: inout Inner) {
