@@ -57,7 +57,7 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
         for (name, value) in configuration.properties where rd_kafka_conf_set(conf, name, value, &error, error.count) != RD_KAFKA_CONF_OK {
             rd_kafka_conf_destroy(conf)
             let shown = name.hasPrefix("sasl.password") ? "…" : value
-            throw StageError("kafka: \(name)=\(shown): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw StageError("kafka: \(name)=\(shown): \(KafkaBus.text(error))")
         }
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(self).toOpaque())
         rd_kafka_conf_set_dr_msg_cb(conf) { _, message, opaque in
@@ -68,7 +68,7 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
             if err == RD_KAFKA_RESP_ERR_NO_ERROR {
                 bus.reports.delivered(seq)
             } else if err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT {
-                bus.reports.failed(seq, String(cString: rd_kafka_err2str(message.pointee.err)))
+                bus.reports.failed(seq, String(cString: rd_kafka_err2str(err)))
             }
         }
         // librdkafka's log goes nowhere: what matters comes through the error callback below and
@@ -87,13 +87,13 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
                         || err == RD_KAFKA_RESP_ERR__AUTHENTICATION {
                 bus.reports.connection(up: false, why)
             } else if err == RD_KAFKA_RESP_ERR__FATAL {
-                bus.reports.say(StageNotice(.warning, "kafka \(bus.configuration.brokers): \(why)"))
+                bus.reports.say(why)
             }
         }
         // rd_kafka_new takes the configuration over when it succeeds.
         guard let producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, &error, error.count) else {
             rd_kafka_conf_destroy(conf)
-            throw StageError("kafka: cannot make a producer: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw StageError("kafka: cannot make a producer: \(KafkaBus.text(error))")
         }
         self.producer = producer
         topic = rd_kafka_topic_new(producer, configuration.topic, nil)
@@ -101,6 +101,11 @@ public final class KafkaBus: RecordBus, @unchecked Sendable {
             rd_kafka_destroy(producer)
             throw StageError("kafka: topic \(configuration.topic): \(String(cString: rd_kafka_err2str(rd_kafka_last_error())))")
         }
+    }
+
+    /// The message librdkafka wrote into an error buffer.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// librdkafka queues and retries while brokers are away: it can always take a record, up to
@@ -145,7 +150,7 @@ public final class KafkaMockCluster: @unchecked Sendable {
         let conf = rd_kafka_conf_new()
         var error = [CChar](repeating: 0, count: 512)
         guard let handle = rd_kafka_new(RD_KAFKA_PRODUCER, conf, &error, error.count) else {
-            throw StageError("kafka mock: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw StageError("kafka mock: \(KafkaBus.text(error))")
         }
         guard let cluster = rd_kafka_mock_cluster_new(handle, Int32(brokers)) else {
             rd_kafka_destroy(handle)

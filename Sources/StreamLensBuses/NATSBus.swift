@@ -28,7 +28,6 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
     private var jetStream: OpaquePointer?
     private let reports: any BusReports
     private var checkedStream = false
-    private var lastError: String?
     private var nextAttempt = ContinuousClock.now
     private var closed = false
 
@@ -72,11 +71,7 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
             // libnats prefixes its file and line: "(conn.c:1905): Authorization Violation".
             var detail = nats_GetLastError(nil).map { String(cString: $0) } ?? ""
             if detail.hasPrefix("("), let end = detail.range(of: "): ") { detail = String(detail[end.upperBound...]) }
-            let why = detail.isEmpty ? Self.text(status) : detail
-            if why != lastError {
-                lastError = why
-                reports.connection(up: false, why)
-            }
+            reports.connection(up: false, detail.isEmpty ? Self.text(status) : detail)
             return
         }
         var jsOptions = jsOptions()
@@ -97,7 +92,7 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         let context = natsConnection_JetStream(&jetStream, made, &jsOptions)
         guard context == NATS_OK else {
             natsConnection_Destroy(made)
-            reports.say(StageNotice(.warning, "\(configuration.server): no JetStream context (\(Self.text(context)))"))
+            reports.say("no JetStream context (\(Self.text(context)))")
             return
         }
         connection = made
@@ -160,15 +155,14 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         var reply: OpaquePointer?
         let status = natsConnection_RequestString(&reply, connection, "$JS.API.STREAM.NAMES", request, 2000)
         defer { natsMsg_Destroy(reply) }
-        let location = "\(configuration.server)/\(configuration.subject)"
         guard status == NATS_OK, let data = natsMsg_GetData(reply) else {
-            reports.say(StageNotice(.warning, "\(location): the server does not answer JetStream requests (\(Self.text(status))): is it started with -js? Records wait (spool) until it does"))
+            reports.say("the server does not answer JetStream requests (\(Self.text(status))): is it started with -js? Records wait (spool) until it does")
             return
         }
         let body = Data(bytes: data, count: Int(natsMsg_GetDataLength(reply)))
         let streams = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["streams"] as? [String] ?? []
         if streams.isEmpty {
-            reports.say(StageNotice(.warning, "\(location): no JetStream stream captures subject \(configuration.subject): records wait (spool) until one does (nats stream add …)"))
+            reports.say("no JetStream stream captures subject \(configuration.subject): records wait (spool) until one does (nats stream add …)")
         }
     }
 

@@ -24,8 +24,9 @@ public protocol BusReports: AnyObject, Sendable {
     func delivered(_ seq: UInt64)
     func failed(_ seq: UInt64, _ why: String)
     func connection(up: Bool, _ why: String?)
-    /// Something to tell the user once (a subject no JetStream stream captures…).
-    func say(_ notice: StageNotice)
+    /// A warning for the user, said once with the location before it (a subject no JetStream
+    /// stream captures…).
+    func say(_ warning: String)
 }
 
 /// At least once onto a bus: each record takes the next sequence number of its source (written
@@ -52,7 +53,6 @@ public final class BusSender: BusReports, Sendable {
         var saidAway = false
         var pauseUntil: ContinuousClock.Instant?
         var stopping = false
-        var stopped = false
         var finished = false
     }
     private let figures = Mutex(Figures())
@@ -90,14 +90,14 @@ public final class BusSender: BusReports, Sendable {
             return out
         }
         wake.signal()
-        let counts = spool.counts, writeError = spool.writeError
+        let trouble = spool.trouble
         return figures.withLock { f in
-            if counts.dropped > 0 && !f.saidDrops {
+            if trouble.dropped > 0 && !f.saidDrops {
                 f.saidDrops = true
                 let bound = spool.directory.map { "records beyond max-queued in memory and spool-max-mb in \($0.path)" } ?? "records beyond max-queued (in memory; spool=DIR keeps more on disk)"
                 f.notices.append(StageNotice(.warning, "\(location): the bus is behind: \(bound) are dropped, oldest first (the summary counts them), the video goes on"))
             }
-            if let writeError, !f.saidWriteError {
+            if let writeError = trouble.writeError, !f.saidWriteError {
                 f.saidWriteError = true
                 f.notices.append(StageNotice(.warning, "\(location): the spool cannot be written (\(writeError)): records wait in memory only, up to max-queued"))
             }
@@ -121,16 +121,18 @@ public final class BusSender: BusReports, Sendable {
             awayFor = figures.withLock { $0.connected } ? 0 : awayFor + step
             if lastProgress.duration(to: .now) > .seconds(quiet) || awayFor >= 0.5 { break }
         }
+        // The bus holds the sender (its reports): letting go of it here ends the cycle. A bus
+        // was given only by `start`, whose thread is then waited for.
         let bus = figures.withLock { f -> (any RecordBus)? in
             f.stopping = true
-            return f.stopped ? nil : f.bus
+            defer { f.bus = nil }
+            return f.bus
         }
-        if bus != nil {
+        if let bus {
             wake.signal()
             done.wait()
+            bus.close()
         }
-        // The bus holds the sender (its reports): letting go of it here ends the cycle.
-        figures.withLock { f -> (any RecordBus)? in defer { f.bus = nil }; return f.bus }?.close()
         let left = spool.unacknowledged
         spool.close()
         guard left > 0 else { return [] }
@@ -140,7 +142,7 @@ public final class BusSender: BusReports, Sendable {
     }
 
     private func run(_ bus: any RecordBus) {
-        defer { figures.withLock { $0.stopped = true }; done.signal() }
+        defer { done.signal() }
         let idPrefix = "\(source):\(spool.origin):"
         while true {
             bus.serve()
@@ -152,7 +154,7 @@ public final class BusSender: BusReports, Sendable {
                 let records = spool.take(max: 256)
                 for (k, r) in records.enumerated() where !bus.send(r, id: idPrefix + String(r.seq)) {
                     spool.giveBack(records[k...].map(\.seq))
-                    pause()
+                    figures.withLock { $0.pauseUntil = .now + Self.retryPause }
                     break
                 }
             }
@@ -160,7 +162,8 @@ public final class BusSender: BusReports, Sendable {
         }
     }
 
-    private func pause() { figures.withLock { $0.pauseUntil = .now + .milliseconds(500) } }
+    /// How long sending waits after the bus refused or failed a record.
+    static let retryPause = Duration.milliseconds(500)
 
     // MARK: BusReports
 
@@ -175,7 +178,7 @@ public final class BusSender: BusReports, Sendable {
             guard !f.stopping else { return } // the end abandons what is in flight: not a failure
             f.failures += 1
             f.lastError = why
-            f.pauseUntil = .now + .milliseconds(500)
+            f.pauseUntil = .now + Self.retryPause
         }
         wake.signal()
     }
@@ -198,21 +201,22 @@ public final class BusSender: BusReports, Sendable {
         wake.signal()
     }
 
-    public func say(_ notice: StageNotice) { figures.withLock { $0.notices.append(notice) } }
+    public func say(_ warning: String) { figures.withLock { $0.notices.append(StageNotice(.warning, "\(location): \(warning)")) } }
 
     // MARK: Figures
 
     /// "nats://…: 340 acknowledged, 2 dropped (spool full), 1 reconnect, 12 left in the spool".
     public var summary: String {
         let c = spool.counts, left = spool.unacknowledged
-        let f = figures.withLock { ($0.connections, $0.failures, $0.lastError) }
+        let (connections, failures, lastError) = figures.withLock { ($0.connections, $0.failures, $0.lastError) }
+        let why = lastError.map { " (\($0))" } ?? ""
         var parts = ["\(c.acknowledged) acknowledged"]
         if c.recovered > 0 { parts.append("\(c.recovered) from the spool of an earlier run") }
         if c.dropped > 0 { parts.append("\(c.dropped) dropped (past max-queued or spool-max-mb)") }
-        if f.1 > 0 { parts.append("\(f.1) deliveries failed and retried" + (f.2.map { " (last: \($0))" } ?? "")) }
-        if f.0 > 1 { parts.append("\(f.0 - 1) reconnect\(f.0 == 2 ? "" : "s")") }
+        if failures > 0 { parts.append("\(failures) deliveries failed and retried" + (lastError.map { " (last: \($0))" } ?? "")) }
+        if connections > 1 { parts.append("\(connections - 1) reconnect\(connections == 2 ? "" : "s")") }
         if left > 0 { parts.append("\(left) unacknowledged" + (spool.directory.map { ", kept in \($0.path)" } ?? ", lost")) }
-        if f.0 == 0 { parts.append("never connected" + (f.2.map { " (\($0))" } ?? "")) }
+        if connections == 0 { parts.append("never connected" + why) }
         return "\(location): " + parts.joined(separator: ", ")
     }
 

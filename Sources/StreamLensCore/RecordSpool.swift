@@ -230,6 +230,9 @@ public final class RecordSpool: Sendable {
     public var inMemory: Int { inner.withLock { $0.waiting.count + $0.inFlight.count } }
     /// Why the spool could not be written, if it could not (records then stay in memory only).
     public var writeError: String? { inner.withLock { $0.writeError } }
+    /// Records dropped so far and the disk's refusal, if any: what a sender tells the user, read
+    /// at once.
+    public var trouble: (dropped: Int, writeError: String?) { inner.withLock { ($0.counts.dropped, $0.writeError) } }
     /// Records not yet acknowledged (waiting, in flight, on disk).
     public var unacknowledged: Int { inner.withLock { Int($0.next - 1 - $0.watermark) - $0.acknowledgedAbove.count } }
     /// The sequence number the next record will get.
