@@ -89,10 +89,10 @@ final class NATSRecordSink: BusRecordSink {
         guard !subject.split(separator: ".", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "*" || $0 == ">" }) else {
             throw StageError("property location=\(location): \(subject) is not a subject to publish to (no wildcards * or >, no empty tokens)")
         }
-        var c = NATSBus.Configuration(server: "nats://\(servers[0].description)", subject: subject)
+        let caFile = try settings.bus.checkedCAFile()
+        var c = NATSBus.Configuration(server: "\(caFile.isEmpty ? "nats" : "tls")://\(servers[0].description)", subject: subject)
         c.credentials = try settings.bus.resolvedCredentials(bus: "NATS")
-        c.caFile = try settings.bus.checkedCAFile()
-        if !c.caFile.isEmpty { c.server = "tls://\(servers[0].description)" }
+        c.caFile = caFile
         sender = try settings.bus.sender(location: location, kind: "nats", defaultSource: subject)
         sender.start(try NATSBus(c, reports: sender))
     }
