@@ -54,7 +54,7 @@ extension Property where Settings: StageSettings {
 
     /// `credentials`: a file holding user:password, for the sinks that log in to a broker.
     static func credentials(_ path: WritableKeyPath<Settings, String> & Sendable) -> Property {
-        .string("credentials", path, help: "mqtt, kafka, nats: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD, or _KAFKA_ or _NATS_, if set, else none)")
+        .string("credentials", path, help: "mqtt, kafka, nats: file holding user:password (empty: STREAMLENS_MQTT_USER and STREAMLENS_MQTT_PASSWORD if set, STREAMLENS_KAFKA_… or STREAMLENS_NATS_… for those buses, else none)")
     }
 
     /// `ca-file`: the CA a broker's certificate must chain to.
