@@ -30,6 +30,9 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
     private var checkedStream = false
     private var nextAttempt = ContinuousClock.now
     private var closed = false
+    /// Signalled by libnats' closed callback, the last it makes for a connection: `close` waits
+    /// for it, so no callback reaches this object once it is gone.
+    private let closedCallback = DispatchSemaphore(value: 0)
 
     /// Checks what cannot work whatever the server does (a CA file libnats refuses, the
     /// server's URL); the connection is made by `serve`, on the sender's thread.
@@ -56,6 +59,9 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
         }, me)
         _ = natsOptions_SetReconnectedCB(options, { _, closure in
             NATSBus.bus(closure).reports.connection(up: true, nil)
+        }, me)
+        _ = natsOptions_SetClosedCB(options, { _, closure in
+            NATSBus.bus(closure).closedCallback.signal()
         }, me)
     }
 
@@ -169,11 +175,12 @@ public final class NATSBus: RecordBus, @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
-        jsCtx_Destroy(jetStream)
         if connection != nil {
             natsConnection_Close(connection)
-            natsConnection_Destroy(connection)
+            _ = closedCallback.wait(timeout: .now() + 2)
         }
+        jsCtx_Destroy(jetStream)
+        if connection != nil { natsConnection_Destroy(connection) }
         natsOptions_Destroy(options)
     }
 }
