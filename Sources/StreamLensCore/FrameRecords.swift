@@ -21,15 +21,21 @@ public struct FrameEvent: Sendable, Equatable, Codable {
     public var dwell: Double?
     /// "snapshot" (lenssnapshot's, on the bus and the API only): the picture's file.
     public var path: String?
+    /// "text" (lensclassify's, once a tracked object's reading is settled): the reading, its
+    /// mean score and how many of the object's crops read it.
+    public var text: String?
+    public var score: Double?
+    public var votes: Int?
 
     public init(type: String, zone: String, objectId: Int, label: String, direction: String? = nil, time: Double? = nil, dwell: Double? = nil,
-                path: String? = nil) {
+                path: String? = nil, text: String? = nil, score: Double? = nil, votes: Int? = nil) {
         self.type = type; self.zone = zone; self.objectId = objectId; self.label = label
         self.direction = direction; self.time = time; self.dwell = dwell; self.path = path
+        self.text = text; self.score = score; self.votes = votes
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, zone, label, direction, time, dwell, path
+        case type, zone, label, direction, time, dwell, path, text, score, votes
         case objectId = "object_id"
     }
 }

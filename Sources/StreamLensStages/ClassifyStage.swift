@@ -33,6 +33,8 @@ public final class ClassifyStage: Stage {
         public var labels = ""
         public var minSize = 16
         public var interval = 1
+        public var platePattern = ""
+        public var votes = 3
         public var inference = InferenceSettings()
         public init() {}
 
@@ -44,6 +46,10 @@ public final class ClassifyStage: Stage {
             .int("min-size", \.minSize, 0...100_000, live: true, help: "skip regions whose shorter side is smaller than this, in pixels"),
             .int("interval", \.interval, 1...1000, live: true,
                  help: "with object ids (a tracker upstream): run on each object every N-th frame, keep its last result in between"),
+            .string("plate-pattern", \.platePattern,
+                    help: "text readers (decoder ctc): a regular expression every reading must match whole, once made of capitals and digits; O/0, I/1, B/8, S/5, Z/2 are swapped to fit it (e.g. [A-Z]{2}[0-9]{4}; empty: any text)"),
+            .int("votes", \.votes, 1...1000,
+                 help: "text readers, after a tracker: a tracked object's reading is settled (the text event, no more reading) once this many of its crops agree on it"),
         ]
     }
 
@@ -96,7 +102,12 @@ public final class ClassifyStage: Stage {
     private var inferenceTimes = TimingWindow()
     private var inferenceMetrics = InferenceMetrics()
     private var cropTimes = TimingWindow()
-    private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0, masks: 0)
+    private var counts = (crops: 0, reused: 0, small: 0, noKeypoints: 0, absent: 0, masks: 0, cut: 0, settled: 0)
+    /// Text readers (decoder ctc): each tracked object's readings voted.
+    private var texts: TrackedTexts?
+    private let padding: [UInt8]
+    /// The index of the frame whose results are being written.
+    private var applying = 0
     private var notices: [StageNotice] = []
 
     public convenience init(settings: Settings) throws { try self.init(settings: settings, models: .process) }
@@ -113,6 +124,10 @@ public final class ClassifyStage: Stage {
         decoder = parameters.makeDecoder(input: manifest.input, labels: manifest.labels)
         crop = manifest.objectCrop ?? ObjectCrop()
         gray = manifest.input.colorOrder == .gray
+        padding = manifest.input.zeroPixel
+        if let reader = parameters as? TextRecognitionDecoderOptions {
+            texts = TrackedTexts(attribute: reader.attribute, votes: try TextVotes(needed: settings.votes, pattern: settings.platePattern))
+        }
         let options = InferenceOptions(settings.inference)
         self.options = options
         swap = ModelSwap(running: options)
@@ -155,6 +170,8 @@ public final class ClassifyStage: Stage {
         for (i, region) in regions.enumerated() {
             if !live.labels.admits(region.label) { continue }
             guard min(region.width, region.height) >= live.minSize else { counts.small += 1; continue }
+            guard crop.inView(region, width: source.width, height: source.height) else { counts.cut += 1; continue }
+            if texts?.isSettled(region, frame: frame.index) == true { counts.settled += 1; continue }
             guard let placement = crop.placement(of: region, inputWidth: manifest.input.width, inputHeight: manifest.input.height) else {
                 counts.noKeypoints += 1
                 continue
@@ -168,7 +185,7 @@ public final class ClassifyStage: Stage {
             let start = DispatchTime.now().uptimeNanoseconds
             frame.pixels.withBytes { bytes in
                 CropSampling.sample(bytes, source, placement: placement, outWidth: manifest.input.width, outHeight: manifest.input.height,
-                                    gray: gray, into: &crops)
+                                    gray: gray, padding: padding, into: &crops)
             }
             cropTimes.record(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
             do {
@@ -179,7 +196,7 @@ public final class ClassifyStage: Stage {
             entry.jobs += 1
             counts.crops += 1
         }
-        guard entry.jobs > 0 || !waiting.isEmpty else {
+        guard entry.jobs > 0 || !waiting.isEmpty || texts != nil else {
             apply(entry)
             return .forward
         }
@@ -225,11 +242,17 @@ public final class ClassifyStage: Stage {
     private func apply(_ entry: Waiting) {
         var entry = entry
         for r in entry.reuse { if let last = lastResult[r.objectId] { entry.results.append((r.region, last.result, r.placement)) } }
-        guard !entry.results.isEmpty else { return }
+        guard !entry.results.isEmpty || texts != nil else { return }
+        applying = entry.frame.index
         var regions = entry.frame.pixels.regionsOfInterest()
         var changed = Set<Int>()
         for (i, result, placement) in entry.results where regions.indices.contains(i) {
             if write(result, placement: placement, on: &regions[i]) { changed.insert(i) }
+        }
+        if texts != nil {
+            // Every region of a tracked object carries its reading, read on this frame or not.
+            changed.formUnion(texts!.label(&regions))
+            entry.frame.pixels.addEvents(texts!.takeEvents(time: entry.frame.pts.map { Double($0) / 1e9 }))
         }
         for i in changed.sorted() { entry.frame.pixels.updateRegionOfInterest(regions[i], at: i) }
     }
@@ -246,6 +269,15 @@ public final class ClassifyStage: Stage {
                 let f = placement.frame(p[0], p[1])
                 return p.count > 2 ? [f.x, f.y, p[2] * placement.width] : [f.x, f.y]
             }, presence: presence)
+        case .text(let name, let reading, let score):
+            guard !reading.isEmpty else { counts.absent += 1; return false }
+            guard region.objectId >= 0, texts != nil else {
+                region.attributes[name] = reading
+                region.attributes[name + "_score"] = TrackedTexts.format(score)
+                return true
+            }
+            texts!.vote(reading, score: score, on: region, frame: applying)
+            return false // `label` writes the object's reading
         case .masked(let inner, let cropMask):
             guard write(inner, placement: placement, on: &region) else { return false }
             guard let source else { return true }
@@ -305,7 +337,10 @@ public final class ClassifyStage: Stage {
         if counts.reused > 0 { parts.append("\(counts.reused) results kept between runs (interval)") }
         if counts.small > 0 { parts.append("\(counts.small) regions under min-size") }
         if counts.noKeypoints > 0 { parts.append("\(counts.noKeypoints) regions without the keypoints the crop turns by") }
-        if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object") }
+        if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object\(texts != nil ? " (no reading)" : "")") }
+        if counts.cut > 0 { parts.append("\(counts.cut) regions cut by the frame's edge") }
+        if counts.settled > 0 { parts.append("\(counts.settled) regions of objects whose text is settled") }
+        if let texts { parts.append(texts.summary) }
         if counts.masks > 0 { parts.append("\(counts.masks) masks") }
         if let settings = model?.settings, !settings.isEmpty { parts.append(settings) }
         return parts.joined(separator: ", ")

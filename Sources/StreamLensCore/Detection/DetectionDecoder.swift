@@ -91,6 +91,7 @@ public enum DecoderRegistry {
         YOLOv5DecoderOptions.self,
         SSDDecoderOptions.self,
         SegmentationDecoderOptions.self,
+        TextDetectionDecoderOptions.self,
     ]
 
     /// The family named `name`, nil when there is none.

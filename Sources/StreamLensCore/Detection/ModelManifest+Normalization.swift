@@ -12,6 +12,16 @@ extension ModelManifest.Input {
     public var means: [Double] { perChannel.map { ($0.mean - valueRange[0]) * span } }
     public var scales: [Double] { perChannel.map { $0.std * span } }
 
+    /// The 8-bit pixel the network sees as 0 on every channel, as a crop packs it (R, G, B, or
+    /// one grey): what a recognizer's input is padded with (PaddleOCR pads its normalised
+    /// input with zeros).
+    public var zeroPixel: [UInt8] {
+        let channels = colorOrder == .gray ? 1 : 3
+        var values = (0..<channels).map { c in UInt8(min(max(means[means.count == 1 ? 0 : c].rounded(), 0), 255)) }
+        if colorOrder == .bgr { values.reverse() }
+        return values
+    }
+
     private var span: Double { 255 / (valueRange[1] - valueRange[0]) }
 
     /// Mean and std paired, one pair for all channels or one per channel.

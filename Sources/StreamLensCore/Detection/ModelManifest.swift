@@ -233,15 +233,17 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         return manifest
     }
 
-    /// A labels file's names, one a line (surrounding spaces and final newlines ignored; "\r\n"
-    /// is one Character in Swift, so lines split on any newline Character). An
-    /// empty line inside would shift every id after it, so it is an error.
+    /// A labels file's names, one a line (surrounding ASCII spaces and tabs and final newlines
+    /// ignored; "\r\n" is one Character in Swift, so lines split on any newline Character).
+    /// Other spaces are kept: a recognizer's character list may hold one as a character
+    /// (PP-OCRv5's first is U+3000, the ideographic space). An empty line inside would shift
+    /// every id after it, so it is an error.
     static func readLabels(_ path: String) throws -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StageError("labels_file \(path) cannot be read")
         }
         var lines = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t\r\n")) }
         while lines.last == "" { lines.removeLast() }
         if let empty = lines.firstIndex(of: "") { throw StageError("labels_file \(path): line \(empty + 1) is empty") }
         guard !lines.isEmpty else { throw StageError("labels_file \(path) has no labels") }

@@ -15,8 +15,10 @@ public enum CropSampling {
     }
 
     /// Fills `output` (outWidth × outHeight × (gray ? 1 : 3) bytes, packed, no row padding).
+    /// Columns past the placement's `filled` part of the width are `padding` (one value a
+    /// channel, R, G, B or grey).
     public static func sample(_ frame: UnsafeRawBufferPointer, _ source: Source, placement: ObjectCrop.Placement,
-                              outWidth: Int, outHeight: Int, gray: Bool, into output: inout [UInt8]) {
+                              outWidth: Int, outHeight: Int, gray: Bool, padding: [UInt8] = [0, 0, 0], into output: inout [UInt8]) {
         let channels = gray ? 1 : 3
         if output.count != outWidth * outHeight * channels { output = [UInt8](repeating: 0, count: outWidth * outHeight * channels) }
         guard let base = frame.baseAddress?.assumingMemoryBound(to: UInt8.self), source.width > 0, source.height > 0,
@@ -28,12 +30,20 @@ public enum CropSampling {
         let down = placement.frame(0.5 / Double(outWidth), 1.5 / Double(outHeight))
         let du = (x: right.x - origin.x, y: right.y - origin.y), dv = (x: down.x - origin.x, y: down.y - origin.y)
         let maxX = Double(source.width - 1), maxY = Double(source.height - 1)
+        let columns = min(outWidth, max(0, Int((placement.filled * Double(outWidth)).rounded())))
+        let pad = (0..<channels).map { padding.indices.contains($0) ? padding[$0] : 0 }
         output.withUnsafeMutableBufferPointer { out in
             var o = 0
             for v in 0..<outHeight {
+                defer {
+                    for _ in columns..<outWidth {
+                        for c in 0..<channels { out[o + c] = pad[c] }
+                        o += channels
+                    }
+                }
                 // Pixel centres: frame pixel i covers i…i+1, its centre is i + 0.5.
                 var x = origin.x + Double(v) * dv.x - 0.5, y = origin.y + Double(v) * dv.y - 0.5
-                for _ in 0..<outWidth {
+                for _ in 0..<columns {
                     let cx = min(max(x, 0), maxX), cy = min(max(y, 0), maxY)
                     let x0 = Int(cx), y0 = Int(cy)
                     let x1 = min(x0 + 1, source.width - 1), y1 = min(y0 + 1, source.height - 1)

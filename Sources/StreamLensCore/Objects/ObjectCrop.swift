@@ -28,6 +28,14 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
         /// their distance (MediaPipe's AlignmentPointsRectsCalculator, which its pose graph
         /// turns BlazePose's detections into body crops with), then grown by `scale`.
         case alignmentPoints = "alignment-points"
+        /// A line of text, by four keypoints at its corners (top-left, top-right, bottom-right,
+        /// bottom-left: the `db` detector's): cut out along its slant (its longer top or
+        /// bottom edge wide, its longer side edge high; turned a quarter when it stands at
+        /// least 1.5 times taller than wide), then scaled to the input's height, keeping its
+        /// aspect, from the left; the input's width beyond it is padded with what the network
+        /// sees as 0 (PaddleOCR's `get_rotate_crop_image` and `resize_norm_img`). A line wider
+        /// than the input's aspect is squeezed to fit.
+        case textLine = "text-line"
     }
 
     public var mode: Mode
@@ -37,15 +45,22 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
     /// between them points at `target_angle` degrees (0: to the right). Nil: no rotation.
     public var rotationKeypoints: [Int]?
     public var targetAngle: Double
+    /// Only regions wholly in view are cropped: their box keeps this many of its shorter side
+    /// from the frame's edges (nil: every region). 0 skips boxes touching an edge; a line of
+    /// text may go on beyond the edge with its cut letter not found at all, so text readers
+    /// keep one line height (Frigate reads plates only when whole).
+    public var edgeMargin: Double?
 
-    public init(mode: Mode = .stretch, scale: Double = 1, rotationKeypoints: [Int]? = nil, targetAngle: Double = 0) {
+    public init(mode: Mode = .stretch, scale: Double = 1, rotationKeypoints: [Int]? = nil, targetAngle: Double = 0, edgeMargin: Double? = nil) {
         self.mode = mode; self.scale = scale; self.rotationKeypoints = rotationKeypoints; self.targetAngle = targetAngle
+        self.edgeMargin = edgeMargin
     }
 
     enum CodingKeys: String, CodingKey {
         case mode, scale
         case rotationKeypoints = "rotation_keypoints"
         case targetAngle = "target_angle"
+        case edgeMargin = "edge_margin"
     }
 
     public init(from decoder: any Swift.Decoder) throws {
@@ -54,6 +69,7 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
         scale = try c.decodeIfPresent(Double.self, forKey: .scale) ?? 1
         rotationKeypoints = try c.decodeIfPresent([Int].self, forKey: .rotationKeypoints)
         targetAngle = try c.decodeIfPresent(Double.self, forKey: .targetAngle) ?? 0
+        edgeMargin = try c.decodeIfPresent(Double.self, forKey: .edgeMargin)
     }
 
     public func validate() throws {
@@ -64,9 +80,19 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
             }
         }
         guard targetAngle.isFinite else { throw StageError("object_crop.target_angle is not a number") }
+        if let m = edgeMargin, !(m >= 0 && m <= 100) { throw StageError("object_crop.edge_margin \(m) is not in 0…100 (box sides)") }
+        if mode == .textLine, rotationKeypoints != nil { throw StageError("object_crop.mode text-line turns the crop by the line's own four corners: give no rotation_keypoints") }
         if mode == .alignmentPoints, rotationKeypoints == nil {
             throw StageError("object_crop.mode alignment-points needs rotation_keypoints (the crop's centre, and the point that sets its size and turn)")
         }
+    }
+
+    /// Whether `region` is in view enough to be cropped (`edge_margin`) in a frame of
+    /// `width` × `height` pixels.
+    public func inView(_ region: RegionOfInterest, width: Int, height: Int) -> Bool {
+        guard let edgeMargin else { return true }
+        let m = max(1, edgeMargin * min(region.width, region.height)), box = region.box
+        return box.xMin >= m && box.yMin >= m && box.xMax <= Double(width) - m && box.yMax <= Double(height) - m
     }
 
     /// Where the crop of `region` lies in the frame, for a model input of `width` × `height`;
@@ -74,6 +100,7 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
     public func placement(of region: RegionOfInterest, inputWidth width: Int, inputHeight height: Int) -> Placement? {
         let box = region.box
         guard box.width > 0, box.height > 0, box.width.isFinite, box.height.isFinite else { return nil }
+        if mode == .textLine { return textLine(region.keypoints, inputWidth: width, inputHeight: height) }
         var rotation = 0.0
         if let k = rotationKeypoints {
             guard k.allSatisfy({ $0 < region.keypoints.count }) else { return nil }
@@ -94,19 +121,39 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
         case .keepAspect:
             let aspect = Double(width) / Double(height)
             if w / h < aspect { w = h * aspect } else { h = w / aspect }
-        case .stretch, .alignmentPoints: break
+        case .stretch, .alignmentPoints, .textLine: break
         }
         return Placement(centerX: box.center.x, centerY: box.center.y, width: w * scale, height: h * scale, rotation: rotation)
     }
 
+    /// `text-line`: the line's rectangle from its four corners, filling the input from the left.
+    func textLine(_ corners: [Point], inputWidth: Int, inputHeight: Int) -> Placement? {
+        guard corners.count >= 4, corners.prefix(4).allSatisfy({ $0.x.isFinite && $0.y.isFinite }) else { return nil }
+        func distance(_ a: Int, _ b: Int) -> Double { hypot(corners[b].x - corners[a].x, corners[b].y - corners[a].y) }
+        var w = max(distance(0, 1), distance(3, 2)) * scale, h = max(distance(0, 3), distance(1, 2)) * scale
+        guard w >= 1, h >= 1 else { return nil }
+        var rotation = atan2(corners[1].y - corners[0].y, corners[1].x - corners[0].x)
+        if h >= 1.5 * w { (w, h, rotation) = (h, w, rotation + .pi / 2) }
+        let center = corners.prefix(4).reduce(Point(x: 0, y: 0)) { Point(x: $0.x + $1.x / 4, y: $0.y + $1.y / 4) }
+        let columns = min(Double(inputWidth), (Double(inputHeight) * w / h).rounded(.up))
+        return Placement(centerX: center.x, centerY: center.y, width: w, height: h, rotation: rotation, filled: columns / Double(inputWidth))
+    }
+
     /// A rectangle of the frame, turned by `rotation` (radians) around its centre: a model
-    /// input's pixel (u, v) of W × H is at `frame(u / W, v / H)`.
+    /// input's pixel (u, v) of W × H is at `frame(u / W, v / H)`. With `filled` under 1 the
+    /// rectangle fills that part of the input's width, from the left (the rest is padding).
     public struct Placement: Sendable, Equatable {
         public var centerX, centerY, width, height, rotation: Double
+        public var filled: Double = 1
+
+        public init(centerX: Double, centerY: Double, width: Double, height: Double, rotation: Double, filled: Double = 1) {
+            self.centerX = centerX; self.centerY = centerY; self.width = width; self.height = height
+            self.rotation = rotation; self.filled = filled
+        }
 
         /// The frame point of a point of the crop given in 0…1 of its width and height.
         public func frame(_ nx: Double, _ ny: Double) -> Point {
-            let (x, y) = ((nx - 0.5) * width, (ny - 0.5) * height)
+            let (x, y) = ((nx / filled - 0.5) * width, (ny - 0.5) * height)
             let (c, s) = (cos(rotation), sin(rotation))
             return Point(x: centerX + c * x - s * y, y: centerY + s * x + c * y)
         }
@@ -116,12 +163,12 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
         public func crop(_ p: Point) -> (x: Double, y: Double) {
             let (dx, dy) = (p.x - centerX, p.y - centerY)
             let (c, s) = (cos(rotation), sin(rotation))
-            return ((c * dx + s * dy) / width + 0.5, (-s * dx + c * dy) / height + 0.5)
+            return (((c * dx + s * dy) / width + 0.5) * filled, (-s * dx + c * dy) / height + 0.5)
         }
 
         /// The smallest axis-aligned box of the frame holding the (turned) crop.
         public var enclosingBox: Box {
-            let corners = [frame(0, 0), frame(1, 0), frame(0, 1), frame(1, 1)]
+            let corners = [frame(0, 0), frame(filled, 0), frame(0, 1), frame(filled, 1)]
             return Box(xMin: corners.map(\.x).min()!, yMin: corners.map(\.y).min()!, xMax: corners.map(\.x).max()!, yMax: corners.map(\.y).max()!)
         }
 
@@ -143,7 +190,7 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
                 for i in 0..<w {
                     let dx = box.xMin + (Double(i) + 0.5) / Double(w) * box.width - centerX
                     // `crop`, its cosine and sine taken once.
-                    let u = (c * dx + s * dy) / width + 0.5, v = (-s * dx + c * dy) / height + 0.5
+                    let u = ((c * dx + s * dy) / width + 0.5) * filled, v = (-s * dx + c * dy) / height + 0.5
                     guard u >= 0, u <= 1, v >= 0, v <= 1 else { continue }
                     out[j * w + i] = UInt8((cropMask.coverage(u: u, v: v) * 255).rounded())
                 }

@@ -10,6 +10,9 @@ public enum RegionResult: Sendable, Equatable {
     /// each way; a coverage as `ObjectMask`'s), which lensclassify maps onto the frame through
     /// the crop's placement (`ObjectCrop.Placement.frameMask`).
     indirect case masked(RegionResult, cropMask: ObjectMask)
+    /// Text read off the crop (`ctc`): the attribute's name, the reading ("" when there is
+    /// none worth keeping) and its score 0…1.
+    case text(name: String, reading: String, score: Double)
 }
 
 /// A region decoder's `decoder.parameters` in a manifest (found by `decoder.name` in
@@ -234,6 +237,7 @@ extension DecoderRegistry {
     public static let regionDecoders: [any RegionDecoderParameters.Type] = [
         ClassifierDecoderOptions.self,
         LandmarksDecoderOptions.self,
+        TextRecognitionDecoderOptions.self,
     ]
     public static func regionDecoder(named name: String) -> (any RegionDecoderParameters.Type)? {
         regionDecoders.first { $0.decoderName == name }
