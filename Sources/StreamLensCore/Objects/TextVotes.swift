@@ -6,7 +6,9 @@ import Foundation
 /// much smaller counts for nothing (a line leaving the view, or farther). A reading with
 /// `needed` votes that leads the others, cast while the box held its size (within 1.1 times),
 /// settles the object's text, once (the `text` event); later readings still vote, so a closer
-/// view can correct it, but settle nothing again. With a pattern (`plate-pattern=`, a regular expression a whole reading must
+/// view can correct it, but settle nothing again. Readings that differ only in spaces are one
+/// (recognizers disagree on them from frame to frame: "KX 4729", "KX4729"), spelt as most of
+/// its votes spell it. With a pattern (`plate-pattern=`, a regular expression a whole reading must
 /// match), readings are first made of capital letters and digits only, and characters a
 /// recognizer confuses (O/0, I/1, B/8, S/5, Z/2) are swapped, fewest first, until the pattern
 /// matches; a reading no swap makes match is no vote.
@@ -83,12 +85,15 @@ public struct TextVotes {
         track.cast.removeAll { $0.area * Self.larger < area }
         track.cast.append(Vote(text: text, score: score, area: area))
         if track.cast.count > 1000 { track.cast.removeFirst() }
+        func key(_ text: String) -> String { text.filter { !$0.isWhitespace } }
         var tally: [String: (votes: Int, scoreSum: Double)] = [:]
-        for v in track.cast { tally[v.text, default: (0, 0)].votes += 1; tally[v.text]!.scoreSum += v.score }
+        for v in track.cast { tally[key(v.text), default: (0, 0)].votes += 1; tally[key(v.text)]!.scoreSum += v.score }
         let best = tally.max { a, b in (a.value.votes, a.value.scoreSum) < (b.value.votes, b.value.scoreSum) }!
-        track.current = Reading(text: best.key, score: best.value.scoreSum / Double(best.value.votes), votes: best.value.votes)
+        let spellings = track.cast.filter { key($0.text) == best.key }
+        let spelt = Dictionary(grouping: spellings, by: \.text).max { a, b in (a.value.count, b.key) < (b.value.count, a.key) }!.key
+        track.current = Reading(text: spelt, score: best.value.scoreSum / Double(best.value.votes), votes: best.value.votes)
         let runnerUp = tally.filter { $0.key != best.key }.map(\.value.votes).max() ?? 0
-        let recent = track.cast.filter { $0.text == best.key }.suffix(needed).map(\.area)
+        let recent = spellings.suffix(needed).map(\.area)
         var settles: Reading?
         if !track.settled, best.value.votes >= needed, best.value.votes > runnerUp, recent.max()! <= Self.steady * recent.min()! {
             track.settled = true
