@@ -21,6 +21,13 @@ import StreamLensInference
 ///
 /// After a tracker (`lenstrack`), `interval=N` runs the model on each object every N-th frame
 /// only and keeps its last result in between (landmarks follow the object's box).
+///
+/// Text (decoder `ctc`, after lensdetect's `db` lines): the reading goes on the region as the
+/// attributes `text` and `text_score`. After a tracker each object's readings are voted
+/// (`TrackedTexts`): every region of the object carries its reading now, a `text` event says it
+/// once it settles, and a settled object is not read again (docs/text.md).
+///
+///     streamlens run 'filesrc location=cars.mp4 ! decodebin ! videoconvert ! lensdetect model=Models/text-detection.json draw=false ! lenstrack ! lensclassify model=Models/text-recognition.json ! lensmetadata location=- ! fakesink'
 public final class ClassifyStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensclassify",
@@ -41,7 +48,7 @@ public final class ClassifyStage: Stage {
         public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"])
 
         private static let own: [Property<Settings>] = [
-            .string("model", \.model, help: "second model manifest (decoder classifier or landmarks, and its object_crop)"),
+            .string("model", \.model, help: "second model manifest (decoder classifier, landmarks or ctc, and its object_crop)"),
             LabelFilter.property(\.labels, "run on regions with these labels only", live: true),
             .int("min-size", \.minSize, 0...100_000, live: true, help: "skip regions whose shorter side is smaller than this, in pixels"),
             .int("interval", \.interval, 1...1000, live: true,
@@ -118,7 +125,7 @@ public final class ClassifyStage: Stage {
         manifestPath = settings.model
         manifest = try ModelManifest.load(path: manifestPath)
         guard let parameters = manifest.decoder.region else {
-            throw StageError("\(manifestPath) describes a model with decoder '\(manifest.decoder.name)', not a second model (classifier or landmarks); "
+            throw StageError("\(manifestPath) describes a model with decoder '\(manifest.decoder.name)', not a second model (classifier, landmarks or ctc); "
                              + (manifest.decoder.detector != nil ? "use it with lensdetect" : "use it with lensstylize"))
         }
         decoder = parameters.makeDecoder(input: manifest.input, labels: manifest.labels)

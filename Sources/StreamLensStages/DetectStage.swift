@@ -83,6 +83,10 @@ public final class DetectStage: Stage {
     private let manifestPath: String
     /// The manifest's detector family (DecoderRegistry), with the stage's overrides.
     private var decoder: any DetectionDecoder
+    /// What the decoder is made from again when the input's size follows the frame's
+    /// (`size_from_frame`).
+    private let decoderParameters: any DetectionDecoderParameters
+    private let classes: DetectionClasses
     /// Where models come from (the process's backends, or a test's).
     private let models: ModelLoader
     private var options: InferenceOptions
@@ -136,6 +140,8 @@ public final class DetectStage: Stage {
         let names = commaList(settings.classes)
         let classes = try DetectionClasses(labels: manifest.labels, classThresholds: threshold > 0 ? [:] : manifest.classThresholds,
                                            keeping: names.isEmpty ? nil : names)
+        decoderParameters = parameters
+        self.classes = classes
         do {
             decoder = try parameters.makeDecoder(input: manifest.input, classes: classes)
         } catch let error as StageError {
@@ -162,6 +168,13 @@ public final class DetectStage: Stage {
     public func formatChanged(_ format: VideoFormat) throws {
         self.format = format
         let (request, geometry) = try modelRequest(format, options: options)
+        if manifest.input.sizeFromFrame != nil {
+            do {
+                decoder = try decoderParameters.makeDecoder(input: manifest.input.sized(forFrameWidth: format.width, height: format.height), classes: classes)
+            } catch let error as StageError {
+                throw StageError("\(manifestPath): \(error.message)")
+            }
+        }
         (model, outputIndices) = try models.load(request, manifest: manifestPath) { try self.decoder.bind($0) }
         self.geometry = geometry
         last = []
@@ -169,8 +182,9 @@ public final class DetectStage: Stage {
 
     /// What to load for frames of `format` on `options`' device, and the frames' geometry.
     private func modelRequest(_ format: VideoFormat, options: InferenceOptions) throws -> (ModelRequest, FrameGeometry) {
+        let sized = manifest.input.sized(forFrameWidth: format.width, height: format.height)
         let geometry = FrameGeometry(frameWidth: format.width, frameHeight: format.height,
-                                     modelWidth: manifest.input.width, modelHeight: manifest.input.height, mode: crop)
+                                     modelWidth: sized.width, modelHeight: sized.height, mode: crop)
         let region: FrameRegion
         switch crop {
         case .letterbox:
@@ -182,7 +196,7 @@ public final class DetectStage: Stage {
         case .stretch:
             region = .whole
         }
-        let input = ImageInput(manifest.input)
+        let input = ImageInput(sized)
         let frame = FrameLayout(width: format.width, height: format.height, pixelFormat: format.pixelFormat, stride: format.strides[0])
         let source = try settings.remote.address(device: settings.inference.device, manifestPath: manifestPath).map(ModelSource.server)
             ?? .file(try manifest.resolve(manifest.model, relativeTo: manifestPath))

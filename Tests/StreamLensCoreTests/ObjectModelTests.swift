@@ -95,7 +95,7 @@ import Testing
         #expect(throws: StageError("model manifest test: a classifier needs its labels (labels or labels_file)")) {
             try Self.manifest(#"{"schema_version": 1, "name": "c", "model": "m.tflite", \#(Self.input), "decoder": {"name": "classifier", "parameters": {"attribute": "mood"}}, "licence": "x"}"#)
         }
-        #expect(throws: StageError("model manifest test: input color_order GRAY is for second models (decoders classifier, landmarks)")) {
+        #expect(throws: StageError("model manifest test: input color_order GRAY is for second models (decoders classifier, landmarks, ctc)")) {
             try Self.manifest(#"{"schema_version": 1, "name": "d", "model": "m.onnx", \#(Self.input), "decoder": {"name": "yolov8", "parameters": {}}, "labels": ["a"], "licence": "x"}"#)
         }
         #expect(throws: StageError("model manifest test: object_crop.rotation_keypoints must be two different keypoint indices, got [1, 1]")) {

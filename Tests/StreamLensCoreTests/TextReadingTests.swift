@@ -253,3 +253,21 @@ import Testing
         #expect(throws: StageError.self) { try TextVotes(needed: 1, pattern: "[A-") }
     }
 }
+
+@Suite struct SizeFromFrameTests {
+    @Test func paddleOCRsSizesForCommonFrames() throws {
+        var input = ModelManifest.Input(width: 640, height: 352, colorOrder: .bgr, valueRange: [0, 1], layout: .nchw, resizable: true)
+        #expect(input.sized(forFrameWidth: 1280, height: 720) == input, "no rule: the manifest's size")
+        input.sizeFromFrame = .init(maxSide: 960, multiple: 32)
+        func size(_ w: Int, _ h: Int) -> [Int] { let s = input.sized(forFrameWidth: w, height: h); return [s.width, s.height] }
+        #expect(size(640, 360) == [640, 352])
+        #expect(size(1280, 720) == [960, 544])
+        #expect(size(1920, 1080) == [960, 544])
+        #expect(size(360, 640) == [352, 640])
+        #expect(size(20, 10) == [32, 32], "never under one multiple")
+        let json = #"{"schema_version": 1, "name": "t", "model": "m.onnx", "input": {"width": 64, "height": 64, "color_order": "BGR", "value_range": [0, 1], "layout": "NCHW", "size_from_frame": {"max_side": 960, "multiple": 32}}, "decoder": {"name": "db", "parameters": {}}, "labels": ["text"], "licence": "x"}"#
+        #expect(throws: StageError.self) { try ModelManifest.decode(Data(json.utf8), origin: "t") }
+        let resizable = json.replacingOccurrences(of: #""layout": "NCHW","#, with: #""layout": "NCHW", "resizable": true,"#)
+        #expect(try ModelManifest.decode(Data(resizable.utf8), origin: "t").input.sizeFromFrame == .init(maxSide: 960, multiple: 32))
+    }
+}

@@ -42,7 +42,7 @@ import Testing
         #expect(try decoder.bind([ModelOutput(name: "classificators", shape: [1, 896, 1]), ModelOutput(name: "regressors", shape: [1, 896, 16])]) == [1, 0])
         #expect(try decoder.bind([ModelOutput(name: "Identity_1", shape: [1, 896, 1]), ModelOutput(name: "Identity", shape: [1, 896, 16])]) == [1, 0])
         #expect(throws: StageError.self) { try decoder.bind([ModelOutput(name: "a", shape: [1, 2304, 16]), ModelOutput(name: "b", shape: [1, 2304, 1])]) }
-        #expect(DecoderRegistry.detector(named: "blazeface") != nil && DecoderRegistry.names == ["blazeface", "centerface", "yolov8", "yolov8-seg", "yolov5", "ssd", "segmentation", "image", "classifier", "landmarks"])
+        #expect(DecoderRegistry.detector(named: "blazeface") != nil && DecoderRegistry.names == ["blazeface", "centerface", "yolov8", "yolov8-seg", "yolov5", "ssd", "segmentation", "db", "image", "classifier", "landmarks", "ctc"])
     }
 
     /// lensstylize's live changes: a model that is not there is refused, one that does not load

@@ -12,6 +12,7 @@ extension ModelManifest.Input {
         resizable = try c.decodeIfPresent(Bool.self, forKey: .resizable) ?? false
         channelMean = try c.decodeIfPresent([Double].self, forKey: .channelMean)
         channelStd = try c.decodeIfPresent([Double].self, forKey: .channelStd)
+        sizeFromFrame = try c.decodeIfPresent(SizeFromFrame.self, forKey: .sizeFromFrame)
     }
 }
 

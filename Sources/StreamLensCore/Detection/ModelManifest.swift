@@ -30,7 +30,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
     /// Arbitrary-style models only: the network that turns a style image into the vector the
     /// main model takes as its second input.
     public var style: StyleSpec?
-    /// Second models only (decoder classifier, landmarks): how a region becomes the input.
+    /// Second models only (decoders classifier, landmarks, ctc): how a region becomes the input.
     public var objectCrop: ObjectCrop?
     /// Detection labels, index = label id (absent for image-to-image models). With
     /// `labels_file`, read from that file by `load`.
@@ -68,9 +68,36 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// [0.485, 0.456, 0.406] and [0.229, 0.224, 0.225] over [0, 1]). Default none.
         public var channelMean: [Double]? = nil
         public var channelStd: [Double]? = nil
+        /// A resizable detector's size chosen for each stream from its frames (PaddleOCR's
+        /// `DetResizeForTest`): `width` and `height` are then only what validation and tools
+        /// see. Nil: always `width` × `height`.
+        public var sizeFromFrame: SizeFromFrame? = nil
+
+        /// The frame scaled down so that its longer side is at most `max_side` (never up), each
+        /// side then rounded to a multiple of `multiple` (at least one): 640×360 → 640×352,
+        /// 1280×720 → 960×544 for PaddleOCR's 960 and 32.
+        public struct SizeFromFrame: Sendable, Codable, Equatable {
+            public var maxSide: Int
+            public var multiple: Int
+            enum CodingKeys: String, CodingKey {
+                case maxSide = "max_side", multiple
+            }
+        }
+
+        /// The input for frames of `frameWidth` × `frameHeight`: `size_from_frame`'s size, else
+        /// this one.
+        public func sized(forFrameWidth frameWidth: Int, height frameHeight: Int) -> Input {
+            guard let rule = sizeFromFrame, frameWidth > 0, frameHeight > 0 else { return self }
+            let ratio = min(1, Double(rule.maxSide) / Double(max(frameWidth, frameHeight)))
+            func side(_ v: Int) -> Int { max(rule.multiple, Int((Double(v) * ratio / Double(rule.multiple)).rounded()) * rule.multiple) }
+            var input = self
+            (input.width, input.height) = (side(frameWidth), side(frameHeight))
+            return input
+        }
 
         enum CodingKeys: String, CodingKey {
             case width, height, layout, name, resizable
+            case sizeFromFrame = "size_from_frame"
             case colorOrder = "color_order"
             case valueRange = "value_range"
             case channelMean = "mean", channelStd = "std"
@@ -294,9 +321,9 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             try parameters.validate(labels: labelsFile == nil ? labels : ["(from labels_file)"])
             guard style == nil else { throw StageError("a style block belongs to image-to-image models, not to decoder '\(decoder.name)'") }
         }
-        if decoder.region == nil, objectCrop != nil { throw StageError("object_crop belongs to second models (decoders classifier, landmarks), not to decoder '\(decoder.name)'") }
+        if decoder.region == nil, objectCrop != nil { throw StageError("object_crop belongs to second models (decoders classifier, landmarks, ctc), not to decoder '\(decoder.name)'") }
         try objectCrop?.validate()
-        if input.colorOrder == .gray, decoder.region == nil { throw StageError("input color_order GRAY is for second models (decoders classifier, landmarks)") }
+        if input.colorOrder == .gray, decoder.region == nil { throw StageError("input color_order GRAY is for second models (decoders classifier, landmarks, ctc)") }
         if let style { try Self.validate(style.input, what: "style.input") }
         if labelsFile != nil, !labels.isEmpty { throw StageError("give labels or labels_file, not both") }
     }
@@ -306,6 +333,12 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             throw StageError("\(what) size \(input.width)x\(input.height) is not positive")
         }
         try validate(range: input.valueRange, what: "\(what) value_range")
+        if let rule = input.sizeFromFrame {
+            guard input.resizable else { throw StageError("\(what) size_from_frame needs \"resizable\": true (the model must take any size)") }
+            guard (1...1024).contains(rule.multiple), (rule.multiple...8192).contains(rule.maxSide) else {
+                throw StageError("\(what) size_from_frame: multiple \(rule.multiple) must be 1…1024 and max_side \(rule.maxSide) from it to 8192")
+            }
+        }
         try input.validateChannelNormalization(what: what)
     }
 

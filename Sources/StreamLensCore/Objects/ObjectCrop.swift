@@ -46,7 +46,7 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
     public var rotationKeypoints: [Int]?
     public var targetAngle: Double
     /// Only regions wholly in view are cropped: their box keeps this many of its shorter side
-    /// from the frame's edges (nil: every region). 0 skips boxes touching an edge; a line of
+    /// (a text line's height) from the frame's edges (nil: every region). 0 skips boxes touching an edge; a line of
     /// text may go on beyond the edge with its cut letter not found at all, so text readers
     /// keep one line height (Frigate reads plates only when whole).
     public var edgeMargin: Double?
@@ -91,7 +91,13 @@ public struct ObjectCrop: Sendable, Codable, Equatable {
     /// `width` × `height` pixels.
     public func inView(_ region: RegionOfInterest, width: Int, height: Int) -> Bool {
         guard let edgeMargin else { return true }
-        let m = max(1, edgeMargin * min(region.width, region.height)), box = region.box
+        // A text line's own height (its box is taller when it slants).
+        var side = min(region.width, region.height)
+        if mode == .textLine, region.keypoints.count >= 4 {
+            let k = region.keypoints
+            side = min(side, max(hypot(k[3].x - k[0].x, k[3].y - k[0].y), hypot(k[2].x - k[1].x, k[2].y - k[1].y)))
+        }
+        let m = max(1, edgeMargin * side), box = region.box
         return box.xMin >= m && box.yMin >= m && box.xMax <= Double(width) - m && box.yMax <= Double(height) - m
     }
 
