@@ -43,9 +43,10 @@ public final class ClassifyStage: Stage {
         public var platePattern = ""
         public var votes = 3
         public var inference = InferenceSettings()
+        public var batch = BatchSettings()
         public init() {}
 
-        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"])
+        public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"]) + Property.group(\.batch)
 
         private static let own: [Property<Settings>] = [
             .string("model", \.model, help: "second model manifest (decoder classifier, landmarks or ctc, and its object_crop)"),
@@ -135,7 +136,7 @@ public final class ClassifyStage: Stage {
         if let reader = parameters as? TextRecognitionDecoderOptions {
             texts = TrackedTexts(attribute: reader.attribute, votes: try TextVotes(needed: settings.votes, pattern: settings.platePattern))
         }
-        let options = InferenceOptions(settings.inference)
+        let options = InferenceOptions(settings.inference, batch: settings.batch)
         self.options = options
         swap = ModelSwap(running: options)
         guard options.device != RemoteSettings.device else {
@@ -347,7 +348,7 @@ public final class ClassifyStage: Stage {
         if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object\(texts != nil ? " (no reading)" : "")") }
         if counts.cut > 0 { parts.append("\(counts.cut) regions cut by the frame's edge") }
         if counts.settled > 0 { parts.append("\(counts.settled) regions of objects whose text is settled") }
-        if let texts { parts.append(texts.summary) }
+        if let settled = texts?.summary { parts.append(settled) }
         if counts.masks > 0 { parts.append("\(counts.masks) masks") }
         if let settings = model?.settings, !settings.isEmpty { parts.append(settings) }
         return parts.joined(separator: ", ")

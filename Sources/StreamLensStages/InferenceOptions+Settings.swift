@@ -36,7 +36,8 @@ public struct InferenceSettings: StageSettings {
 }
 
 /// `batch-size` and `batch-timeout`: DL Streamer's batch-size, across the stages of one process
-/// (the backend batches: OpenVINO's `BatchedModel`). lensdetect and lensstylize hold one.
+/// (the backend batches: OpenVINO's `BatchedModel`). lensdetect, lensstylize and lensclassify (whose
+/// crops of one frame fill a batch together) hold one.
 public struct BatchSettings: StageSettings {
     public var batchSize = 1
     public var batchTimeout = 10
@@ -44,7 +45,7 @@ public struct BatchSettings: StageSettings {
 
     public static let properties: [Property<BatchSettings>] = [
         .int("batch-size", \.batchSize, 1...16,
-             help: "frames run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
+             help: "frames (lensclassify: crops) run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
         .int("batch-timeout", \.batchTimeout, 0...1000,
              help: "milliseconds a frame waits for others to fill its batch (batch-size > 1); then the frames there run, each on its own"),
     ]

@@ -62,5 +62,6 @@ struct TrackedTexts {
 
     static func format(_ score: Double) -> String { String(format: "%.3f", score) }
 
-    var summary: String { "\(settledCount) objects' text settled" }
+    /// Nil before any object settles (and always without a tracker).
+    var summary: String? { settledCount > 0 ? "\(settledCount) objects' text settled" : nil }
 }

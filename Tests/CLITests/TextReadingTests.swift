@@ -116,6 +116,17 @@ import Testing
         #expect(stderr.contains("4 objects' text settled"), "\(stderr)")
     }
 
+    /// The four crops of a frame as one batch of four: the same readings as one by one.
+    @Test func batchedCropsReadTheSame() throws {
+        let image = try Self.still(try Self.clip(4), frame: 100)
+        let (frames, stderr) = try Self.records("filesrc location=\(image) ! pngdec ! imagefreeze num-buffers=2", Self.reader + " batch-size=4")
+        #expect(stderr.contains("mean batch 4.0 (batch-size 4, 2 batches, 0 partial)"), "\(stderr)")
+        for frame in frames {
+            let read = (frame["detections"] as? [[String: Any]] ?? []).compactMap { ($0["attributes"] as? [String: String])?["text"] }
+            #expect(read.map(Self.plain).sorted() == ["BM0318", "HZ8842", "KX4729", "TR5501"], "\(frame)")
+        }
+    }
+
     /// Models that do not fit their decoders, and a character list that is no list: one clear
     /// message each, before any frame.
     @Test func mismatchedManifestsAreRefusedClearly() throws {
