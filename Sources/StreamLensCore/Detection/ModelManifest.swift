@@ -73,28 +73,6 @@ public struct ModelManifest: Sendable, Codable, Equatable {
         /// see. Nil: always `width` × `height`.
         public var sizeFromFrame: SizeFromFrame? = nil
 
-        /// The frame scaled down so that its longer side is at most `max_side` (never up), each
-        /// side then rounded to a multiple of `multiple` (at least one): 640×360 → 640×352,
-        /// 1280×720 → 960×544 for PaddleOCR's 960 and 32.
-        public struct SizeFromFrame: Sendable, Codable, Equatable {
-            public var maxSide: Int
-            public var multiple: Int
-            enum CodingKeys: String, CodingKey {
-                case maxSide = "max_side", multiple
-            }
-        }
-
-        /// The input for frames of `frameWidth` × `frameHeight`: `size_from_frame`'s size, else
-        /// this one.
-        public func sized(forFrameWidth frameWidth: Int, height frameHeight: Int) -> Input {
-            guard let rule = sizeFromFrame, frameWidth > 0, frameHeight > 0 else { return self }
-            let ratio = min(1, Double(rule.maxSide) / Double(max(frameWidth, frameHeight)))
-            func side(_ v: Int) -> Int { max(rule.multiple, Int((Double(v) * ratio / Double(rule.multiple)).rounded()) * rule.multiple) }
-            var input = self
-            (input.width, input.height) = (side(frameWidth), side(frameHeight))
-            return input
-        }
-
         enum CodingKeys: String, CodingKey {
             case width, height, layout, name, resizable
             case sizeFromFrame = "size_from_frame"
@@ -333,12 +311,7 @@ public struct ModelManifest: Sendable, Codable, Equatable {
             throw StageError("\(what) size \(input.width)x\(input.height) is not positive")
         }
         try validate(range: input.valueRange, what: "\(what) value_range")
-        if let rule = input.sizeFromFrame {
-            guard input.resizable else { throw StageError("\(what) size_from_frame needs \"resizable\": true (the model must take any size)") }
-            guard (1...1024).contains(rule.multiple), (rule.multiple...8192).contains(rule.maxSide) else {
-                throw StageError("\(what) size_from_frame: multiple \(rule.multiple) must be 1…1024 and max_side \(rule.maxSide) from it to 8192")
-            }
-        }
+        try input.validateSizeFromFrame(what: what)
         try input.validateChannelNormalization(what: what)
     }
 
