@@ -204,7 +204,7 @@ public final class ClassifyStage: Stage {
             entry.jobs += 1
             counts.crops += 1
         }
-        guard entry.jobs > 0 || !waiting.isEmpty || texts != nil else {
+        guard entry.jobs > 0 || !waiting.isEmpty else {
             apply(entry)
             return .forward
         }
