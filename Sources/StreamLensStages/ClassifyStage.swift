@@ -249,7 +249,11 @@ public final class ClassifyStage: Stage {
     /// The results written onto the frame's regions.
     private func apply(_ entry: Waiting) {
         var entry = entry
-        for r in entry.reuse { if let last = lastResult[r.objectId] { entry.results.append((r.region, last.result, r.placement)) } }
+        for r in entry.reuse {
+            // A kept reading is no new vote: the object's reading is written below anyway.
+            guard let last = lastResult[r.objectId], texts == nil else { continue }
+            entry.results.append((r.region, last.result, r.placement))
+        }
         guard !entry.results.isEmpty || texts != nil else { return }
         applying = entry.frame.index
         var regions = entry.frame.pixels.regionsOfInterest()
@@ -346,7 +350,7 @@ public final class ClassifyStage: Stage {
         if counts.small > 0 { parts.append("\(counts.small) regions under min-size") }
         if counts.noKeypoints > 0 { parts.append("\(counts.noKeypoints) regions without the keypoints the crop turns by") }
         if counts.absent > 0 { parts.append("\(counts.absent) crops where the model saw no object\(texts != nil ? " (no reading)" : "")") }
-        if counts.cut > 0 { parts.append("\(counts.cut) regions cut by the frame's edge") }
+        if counts.cut > 0 { parts.append("\(counts.cut) regions too near the frame's edge (edge_margin)") }
         if counts.settled > 0 { parts.append("\(counts.settled) regions of objects whose text is settled") }
         if let settled = texts?.summary { parts.append(settled) }
         if counts.masks > 0 { parts.append("\(counts.masks) masks") }
