@@ -45,7 +45,7 @@ public struct BatchSettings: StageSettings {
 
     public static let properties: [Property<BatchSettings>] = [
         .int("batch-size", \.batchSize, 1...16,
-             help: "frames (lensclassify: crops) run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
+             help: "frames (or lensclassify's crops) run as one inference: stages of this process with the same model, device, precision and frame size (the sources of streamlens serve) fill batches of up to N frames together (1: no batching; a model that cannot take a batch runs unbatched and the summary says why)"),
         .int("batch-timeout", \.batchTimeout, 0...1000,
              help: "milliseconds a frame waits for others to fill its batch (batch-size > 1); then the frames there run, each on its own"),
     ]

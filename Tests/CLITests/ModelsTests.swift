@@ -292,6 +292,6 @@ import Testing
                 #expect(files.contains(String(match.1)), "\(name): \(match.1) is not in Models/model-catalogue.json")
             }
         }
-        #expect(references == 12)
+        #expect(references == 15)
     }
 }
