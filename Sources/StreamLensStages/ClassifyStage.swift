@@ -40,6 +40,7 @@ public final class ClassifyStage: Stage {
         public var labels = ""
         public var minSize = 16
         public var interval = 1
+        /// Text readers only (decoder ctc): the readings' pattern and the votes that settle one.
         public var platePattern = ""
         public var votes = 3
         public var inference = InferenceSettings()

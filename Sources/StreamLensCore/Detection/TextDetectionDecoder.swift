@@ -35,10 +35,7 @@ public struct TextDetectionDecoderOptions: DetectionDecoderParameters {
 
     enum CodingKeys: String, CodingKey {
         case output, threshold, suppression
-        case minScore = "min_score"
-        case unclipRatio = "unclip_ratio"
-        case minSize = "min_size"
-        case maxCandidates = "max_candidates"
+        case minScore = "min_score", unclipRatio = "unclip_ratio", minSize = "min_size", maxCandidates = "max_candidates"
     }
 
     public init() {}
