@@ -40,11 +40,11 @@ public final class ClassifyStage: Stage {
         public var labels = ""
         public var minSize = 16
         public var interval = 1
+        public var inference = InferenceSettings()
+        public var batch = BatchSettings()
         /// Text readers only (decoder ctc): the readings' pattern and the votes that settle one.
         public var platePattern = ""
         public var votes = 3
-        public var inference = InferenceSettings()
-        public var batch = BatchSettings()
         public init() {}
 
         public static let properties: [Property<Settings>] = own + InferenceSettings.rows(\.inference, live: ["device"]) + Property.group(\.batch)

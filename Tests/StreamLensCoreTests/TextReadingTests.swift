@@ -98,6 +98,15 @@ import Testing
         #expect(faint.withUnsafeBufferPointer { Self.decoder.decode([$0]) }.isEmpty)
     }
 
+    @Test func parametersKeepPaddleOCRsDefaultsUnlessGiven() throws {
+        let given = try JSONDecoder().decode(TextDetectionDecoderOptions.self, from: Data(#"{"unclip_ratio": 2, "max_candidates": 5, "output": "x"}"#.utf8))
+        #expect(given.unclipRatio == 2 && given.maxCandidates == 5 && given.output == "x")
+        #expect(given.threshold == 0.3 && given.minScore == 0.5 && given.minSize == 3 && given.suppression.method == .none)
+        let reader = try JSONDecoder().decode(TextRecognitionDecoderOptions.self, from: Data(#"{"space": false, "min_score": 0.7}"#.utf8))
+        #expect(!reader.space && reader.minScore == 0.7 && reader.attribute == "text" && reader.blank == 0 && reader.activation == .none)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(TextDetectionDecoderOptions.self, from: Data(#"{"threshold": "high"}"#.utf8)) }
+    }
+
     @Test func bindsOnlyAMapOfTheInputsSize() throws {
         var d = Self.decoder
         #expect(try d.bind([ModelOutput(name: "x", shape: [1, 2]), ModelOutput(name: "map", shape: [1, 1, 32, 64])]) == [1])

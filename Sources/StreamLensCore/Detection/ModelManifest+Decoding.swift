@@ -25,3 +25,11 @@ extension ModelManifest.ImageOutput {
         output = try c.decodeIfPresent(String.self, forKey: .output)
     }
 }
+
+extension KeyedDecodingContainer {
+    /// `value` replaced by the key's when the key is there: parameters whose every key has a
+    /// default (`decoder.parameters` of the db and ctc families).
+    func update<T: Decodable>(_ value: inout T, _ key: Key) throws {
+        if let given = try decodeIfPresent(T.self, forKey: key) { value = given }
+    }
+}

@@ -41,15 +41,15 @@ public struct TextDetectionDecoderOptions: DetectionDecoderParameters {
     public init() {}
 
     public init(from decoder: any Decoder) throws {
-        let d = TextDetectionDecoderOptions()
+        self.init()
         let c = try decoder.container(keyedBy: CodingKeys.self)
         output = try c.decodeIfPresent(String.self, forKey: .output)
-        threshold = try c.decodeIfPresent(Double.self, forKey: .threshold) ?? d.threshold
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? d.minScore
-        unclipRatio = try c.decodeIfPresent(Double.self, forKey: .unclipRatio) ?? d.unclipRatio
-        minSize = try c.decodeIfPresent(Double.self, forKey: .minSize) ?? d.minSize
-        maxCandidates = try c.decodeIfPresent(Int.self, forKey: .maxCandidates) ?? d.maxCandidates
-        suppression = try c.decodeSuppression(forKey: .suppression, defaults: d.suppression)
+        // The four numbers DBPostProcess takes, each kept at PaddleOCR's value unless given.
+        let numbers: [(CodingKeys, WritableKeyPath<Self, Double>)] = [(.threshold, \.threshold), (.minScore, \.minScore),
+                                                                       (.unclipRatio, \.unclipRatio), (.minSize, \.minSize)]
+        for (key, value) in numbers { try c.update(&self[keyPath: value], key) }
+        try c.update(&maxCandidates, .maxCandidates)
+        suppression = try c.decodeSuppression(forKey: .suppression, defaults: suppression)
     }
 
     public func validate(input: ModelManifest.Input) throws {

@@ -32,14 +32,14 @@ public struct TextRecognitionDecoderOptions: RegionDecoderParameters {
     public init() {}
 
     public init(from decoder: any Swift.Decoder) throws {
-        let d = TextRecognitionDecoderOptions()
+        self.init()
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        attribute = try c.decodeIfPresent(String.self, forKey: .attribute) ?? d.attribute
         output = try c.decodeIfPresent(String.self, forKey: .output)
-        blank = try c.decodeIfPresent(Int.self, forKey: .blank) ?? d.blank
-        space = try c.decodeIfPresent(Bool.self, forKey: .space) ?? d.space
-        activation = try c.decodeIfPresent(Activation.self, forKey: .activation) ?? d.activation
-        minScore = try c.decodeIfPresent(Double.self, forKey: .minScore) ?? d.minScore
+        try c.update(&attribute, .attribute)
+        try c.update(&blank, .blank)
+        try c.update(&space, .space)
+        try c.update(&activation, .activation)
+        try c.update(&minScore, .minScore)
     }
 
     public func validate(labels: [String]) throws {
