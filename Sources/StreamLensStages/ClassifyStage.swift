@@ -115,8 +115,6 @@ public final class ClassifyStage: Stage {
     /// Text readers (decoder ctc): each tracked object's readings voted.
     private var texts: TrackedTexts?
     private let padding: [UInt8]
-    /// The index of the frame whose results are being written.
-    private var applying = 0
     private var notices: [StageNotice] = []
 
     public convenience init(settings: Settings) throws { try self.init(settings: settings, models: .process) }
@@ -256,11 +254,10 @@ public final class ClassifyStage: Stage {
             entry.results.append((r.region, last.result, r.placement))
         }
         guard !entry.results.isEmpty || texts != nil else { return }
-        applying = entry.frame.index
         var regions = entry.frame.pixels.regionsOfInterest()
         var changed = Set<Int>()
         for (i, result, placement) in entry.results where regions.indices.contains(i) {
-            if write(result, placement: placement, on: &regions[i]) { changed.insert(i) }
+            if write(result, placement: placement, on: &regions[i], frame: entry.frame.index) { changed.insert(i) }
         }
         if texts != nil {
             // Every region of a tracked object carries its reading, read on this frame or not.
@@ -270,8 +267,8 @@ public final class ClassifyStage: Stage {
         for i in changed.sorted() { entry.frame.pixels.updateRegionOfInterest(regions[i], at: i) }
     }
 
-    /// One result on its region, in frame pixels; false when there is nothing to write.
-    private func write(_ result: RegionResult, placement: ObjectCrop.Placement, on region: inout RegionOfInterest) -> Bool {
+    /// One result on its region, in frame pixels (read on frame `frame`: a text reading votes there); false when there is nothing to write.
+    private func write(_ result: RegionResult, placement: ObjectCrop.Placement, on region: inout RegionOfInterest, frame: Int) -> Bool {
         switch result {
         case .classification(let c):
             region.classifications.removeAll { $0.name == c.name }
@@ -289,10 +286,10 @@ public final class ClassifyStage: Stage {
                 region.attributes[name + "_score"] = TrackedTexts.format(score)
                 return true
             }
-            texts!.vote(reading, score: score, on: region, frame: applying)
+            texts!.vote(reading, score: score, on: region, frame: frame)
             return false // `label` writes the object's reading
         case .masked(let inner, let cropMask):
-            guard write(inner, placement: placement, on: &region) else { return false }
+            guard write(inner, placement: placement, on: &region, frame: frame) else { return false }
             guard let source else { return true }
             // A mask covers its region's box (ObjectMask), so either the mask is cut to the box
             // or the box grows. Cut, BlazePose's mask would be lost almost whole: its detector's
