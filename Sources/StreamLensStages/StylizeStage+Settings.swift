@@ -31,7 +31,7 @@ extension StylizeStage {
             .string("style-image", \.styleImage, live: true, help: "picture whose style to copy (arbitrary-style models; empty: the manifest's default)"),
             .double("strength", \.strength, 0...1, live: true, help: "blend of stylized and original frame: 0 the original untouched, 1 the model's output"),
             .choice("temporal", \.temporal, live: true,
-                    help: "against flicker on video: blend (each output blended with the previous one moved along the input's motion, optical flow at the inference size, wherever that motion explains the input) or off (every frame painted on its own)"),
+                    help: "against flicker on video: blend (each output blended with the previous one moved along the input's motion, optical flow at half the inference size, wherever that motion explains the input) or off (every frame painted on its own)"),
             .double("smoothing", \.smoothing, 0...0.95, live: true,
                     help: "with temporal=blend: weight of the previous output where the motion holds (0: off; higher is steadier, slower to follow a change of look)"),
             .choice("regions", \.regions, live: true,

@@ -116,4 +116,43 @@ import Testing
             #expect(out.allSatisfy { $0 == value }, "\(w)x\(h): the first frame at a size is its own output")
         }
     }
+
+    /// A still scene (the same input twice: zero motion, full confidence) blends every channel of
+    /// every pixel by the weight: the vector path (pairs of pixels away from the edges) and the
+    /// scalar path (the last columns and row) give the same arithmetic, lane for lane. Output
+    /// sizes twice, four times and one and a half times the flow's, odd sizes included.
+    @Test func aStillSceneBlendsEveryChannelByTheWeight() {
+        for (w, h, ow, oh) in [(64, 36, 64, 36), (64, 36, 128, 72), (63, 35, 95, 53)] {
+            let input = Self.picture(w, h, moved: (0, 0)).flatMap { v in [UInt8(v), UInt8(255 - v), UInt8(v / 2)] }
+            var blend = MotionBlend(weight: 0.7)
+            var first = (0..<(ow * oh * 3)).map { UInt8(($0 * 7) % 256) }
+            let history = first
+            var second = (0..<(ow * oh * 3)).map { UInt8(($0 * 13 + 5) % 256) }
+            let fresh = second
+            input.withUnsafeBytes { i in
+                first.withUnsafeMutableBufferPointer { blend.apply(input: i, width: w, height: h, output: $0, outputWidth: ow, outputHeight: oh) }
+                second.withUnsafeMutableBufferPointer { blend.apply(input: i, width: w, height: h, output: $0, outputWidth: ow, outputHeight: oh) }
+            }
+            #expect(first == history, "the first frame is its own output")
+            let expected = zip(history, fresh).map { UInt8((Float($0) * 0.7 + Float($1) * 0.3).rounded()) }
+            let wrong = zip(second, expected).enumerated().filter { $0.element.0 != $0.element.1 }
+            #expect(wrong.isEmpty, "\(w)x\(h) → \(ow)x\(oh): \(wrong.count) channels differ, first at \(wrong.first.map { "\($0.offset): \($0.element)" } ?? "")")
+        }
+    }
+
+    /// The flow's grey is made at half the input's size, from each 2×2 block: (R + 2G + B) / 4 averaged.
+    @Test func theGreyIsTheBlocksMeanAtHalfSize() {
+        let w = 5, h = 3
+        let rgb = (0..<(w * h * 3)).map { UInt8(($0 * 37) % 256) }
+        let grey = rgb.withUnsafeBytes { MotionBlend.halfGray($0, width: w, height: h) }
+        #expect(grey.count == 2 * 1)
+        for x in 0..<2 {
+            var sum: Float = 0
+            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                let i = ((dy) * w + 2 * x + dx) * 3
+                sum += (Float(rgb[i]) + 2 * Float(rgb[i + 1]) + Float(rgb[i + 2])) / 4
+            }
+            #expect(abs(grey[x] - sum / 4) < 1e-4, "cell \(x): \(grey[x]) against \(sum / 4)")
+        }
+    }
 }
