@@ -31,19 +31,23 @@ demo: build
 	$(BIN_RELEASE) run demo INPUT=$(DEMO_INPUT) OUTPUT=$(DEMO_OUTPUT)
 	@echo "demo: wrote $(CURDIR)/$(DEMO_OUTPUT) ($$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 $(DEMO_OUTPUT)) frames; play it with: gst-play-1.0 $(DEMO_OUTPUT))"
 
-# The shipped styles (Models/*.json with a training record), trained again by the exact command
-# each manifest records (tools/train-style makes its own Python environment on first use;
-# ~13 min a style here). Then `make style-report`.
+# The shipped styles (Models/*.json with a training record), trained again by the exact commands
+# each manifest records: a style that went on from an earlier network (--init; its record is
+# kept in the manifest's training.init) is first trained again from that record, then from it
+# (tools/train-style makes its own Python environment on first use; ~40 min a style from
+# scratch on 2 cores, ~10 min a continuation). Then `make style-report`.
 styles: setup
 	@for m in $$(grep -l '"training"' Models/*.json); do \
-	  cmd=$$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['training']['command'])" $$m); \
-	  echo "== $$cmd"; eval "tools/train-style $${cmd#streamlens train-style }" || exit 1; done
+	  python3 tools/train_style/commands.py $$m | while IFS= read -r cmd; do \
+	    echo "== $$cmd"; eval "tools/train-style $${cmd#streamlens train-style }" </dev/null || exit 1; done || exit 1; done
 
-# Quality of the shipped styles against their teacher (docs/training-styles-quality.md) and the
-# README's before/after picture (docs/styles.jpg, made by lensstylize itself).
+# Quality of the shipped styles against their teacher and against themselves as they were at
+# STYLES_BEFORE (docs/training-styles-quality.md), and the README's before/after picture
+# (docs/styles.jpg, made by lensstylize itself).
+STYLES_BEFORE ?= 9ec88f6
 style-report: build
 	@[ -x .deps/train-venv/bin/python ] || tools/train-style --help >/dev/null
-	.deps/train-venv/bin/python tools/train_style/evaluate.py $$(grep -l '"training"' Models/*.json) --out docs/training-styles-quality.md
+	.deps/train-venv/bin/python tools/train_style/evaluate.py $$(grep -l '"training"' Models/*.json) --before $(STYLES_BEFORE) --out docs/training-styles-quality.md
 	tools/make-style-gallery.sh $(BIN_RELEASE) docs/styles.jpg
 
 # The trainer end to end, small: a 40-step style into a scratch folder, loaded by lensstylize

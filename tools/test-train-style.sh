@@ -15,7 +15,26 @@ for f in tiny.onnx tiny.json tiny.snapshots/iteration-00020.png tiny.snapshots/i
 done
 grep -q '"command": "streamlens train-style code:waves --out' "$dir/tiny.json" || fail "the manifest does not record the command"
 grep -q 'ETA' "$dir/train.log" || fail "no progress line with an ETA"
+# Going on from that network (--init, with the content loss): the manifest records where it
+# started (sha256, that network's own training record), and commands.py gives both commands in order.
+"$bin" train-style code:waves --out "$dir/more" --init "$dir/tiny.onnx" --iterations 10 --pairs 8 --snapshot-every 0 --seed 5 --content-weight 0.5 2>"$dir/more.log" \
+  || { cat "$dir/more.log" >&2; fail "train-style --init exited $?"; }
+python3 - "$dir" <<'PY' || exit 1
+import hashlib, json, subprocess, sys
+d = sys.argv[1]
+tiny, more = (json.load(open(f"{d}/{n}.json"))["training"] for n in ("tiny", "more"))
+problems = []
+if more["init"]["sha256"] != hashlib.sha256(open(f"{d}/tiny.onnx", "rb").read()).hexdigest(): problems.append("init sha256")
+if more["init"]["training"] != tiny: problems.append("init's training record")
+if more["network"] != tiny["network"]: problems.append(f"network {more['network']} from {tiny['network']}")
+if not (more["content_weight"] == 0.5 and more["final_content_loss"] > 0): problems.append(f"content loss {more['content_weight']} {more['final_content_loss']}")
+chain = subprocess.run([sys.executable, "tools/train_style/commands.py", f"{d}/more.json"], capture_output=True, text=True).stdout.splitlines()
+if chain != [tiny["command"], more["command"]]: problems.append(f"commands.py: {chain}")
+if problems: print("test-train: FAIL: --init: " + "; ".join(problems)); sys.exit(1)
+PY
 # Bad input: a clear message and a non-zero exit.
+if "$bin" train-style code:waves --out "$dir/bad" --init tools/setup.sh 2>"$dir/bad.log"; then fail "a shell script was accepted as --init"; fi
+grep -q "init tools/setup.sh: not a network train-style wrote" "$dir/bad.log" || fail "bad --init: $(cat "$dir/bad.log")"
 if "$bin" train-style /nonexistent.png --out "$dir/bad" 2>"$dir/bad.log"; then fail "a missing style image was accepted"; fi
 grep -q "cannot read the style image /nonexistent.png" "$dir/bad.log" || fail "missing style image: $(cat "$dir/bad.log")"
 src="filesrc location=.deps/media/astronaut.png ! pngdec ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=320,height=180 ! imagefreeze num-buffers=5 ! video/x-raw,framerate=10/1"

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Measures trained style networks against their Magenta teacher on the same photos.
 
-    evaluate.py MANIFEST.json… [--photos DIR] [--out docs/training-styles-quality.md]
+    evaluate.py MANIFEST.json… [--photos DIR] [--before REV] [--out docs/training-styles-quality.md]
+
+--before REV also measures each style as it was at git revision REV (its manifest and network read
+with git show), beside the one measured now: what a retraining changed.
 
 For each style (student = the shipped ONNX through OpenVINO, teacher = Magenta with the style
 image, strength and density the manifest's training record names, at 384² and scaled back):
@@ -172,6 +175,7 @@ def main(argv):
     p.add_argument("--photos", default="")
     p.add_argument("--teacher", default=teacher_mod.default_folder(ROOT))
     p.add_argument("--out", default="")
+    p.add_argument("--before", default="", help="git revision: each style as it was there, measured beside")
     a = p.parse_args(argv)
     folder = a.photos or content.default_folder(ROOT)
     photos = {n: np.asarray(sized(Image.open(os.path.join(folder, n)).convert("RGB"))) for n in EVAL_PHOTOS}
@@ -184,6 +188,7 @@ def main(argv):
         style_grams = feats.grams(np.asarray(sized(style_img)))
         teach = teacher_mod.Teacher(a.teacher, style_img, tr["strength"], tr["density"])
         student = Student(mpath)
+        before = Student(manifest_at(a.before, mpath)) if a.before else None
         for name, img in photos.items():
             s_out, t_out = student.run(img), teacher_run(teach, img)
             row = {
@@ -193,35 +198,69 @@ def main(argv):
                                    "teacher": style_distance(feats, t_out, style_grams)},
                 "edge_ssim": {"student": edge_ssim(img, s_out), "teacher": edge_ssim(img, t_out)},
             }
+            if before:
+                b_out = before.run(img)
+                row["style_distance"]["before"] = style_distance(feats, b_out, style_grams)
+                row["edge_ssim"]["before"] = edge_ssim(img, b_out)
             if name == EVAL_PHOTOS[0]:
                 row["flicker"] = {"student": flicker(student.run, img)[0], "teacher": flicker(lambda z: teacher_run(teach, z), img)[0],
                                   "input": flicker(lambda z: z, img)[1]}
+                if before:
+                    row["flicker"]["before"] = flicker(before.run, img)[0]
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
         rows.append({"style": m["name"], "ms_320x180": {"student_default": timing(mpath), "student_f32": timing(mpath, "f32")},
                      "size_kb": os.path.getsize(os.path.join(os.path.dirname(mpath), m["model"])) / 1024})
         print(json.dumps(rows[-1]), file=sys.stderr)
     if a.out:
-        write_report(rows, a.out, a.manifests)
+        write_report(rows, a.out, a.manifests, a.before)
     return rows
 
 
-def write_report(rows, out, manifests):
+def manifest_at(rev, manifest_path):
+    """A style's manifest and network as they were at git revision `rev`, in a temporary folder."""
+    import subprocess
+    import tempfile
+    rel = os.path.relpath(os.path.abspath(manifest_path), ROOT)
+    folder = tempfile.mkdtemp(prefix="style-before-")
+
+    def show(path):
+        r = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"], capture_output=True)
+        if r.returncode != 0:
+            raise SystemExit(f"evaluate.py: --before {rev}: git show {rev}:{path}: {r.stderr.decode().strip()}")
+        return r.stdout
+
+    text = show(rel)
+    model = json.loads(text)["model"]
+    with open(os.path.join(folder, os.path.basename(rel)), "wb") as f:
+        f.write(text)
+    with open(os.path.join(folder, model), "wb") as f:
+        f.write(show(os.path.join(os.path.dirname(rel), model)))
+    return os.path.join(folder, os.path.basename(rel))
+
+
+def write_report(rows, out, manifests, before=""):
+    b = f"before ({before}) / " if before else ""
     lines = ["# Trained styles: quality against the teacher", "",
              "Made by `make style-report` (tools/train_style/evaluate.py; see its docstring for each measure).",
              "Photos at short side 256. Style distance: lower is closer to the style image (the photo's own",
              "distance is the no-style reference). Edge SSIM: 1 keeps every edge. Flicker: mean absolute",
-             "change between consecutive outputs (0–255) on a still, noisy scene.", "",
-             "| style | photo | style distance: photo / student / teacher | edge SSIM: student / teacher | flicker: input / student / teacher |",
+             "change between consecutive outputs (0–255) on a still, noisy scene."
+             + (f" Before: the same style as it was at {before}." if before else ""), "",
+             f"| style | photo | style distance: photo / {b}student / teacher | edge SSIM: {b}student / teacher | flicker: input / {b}student / teacher |",
              "|---|---|---|---|---|"]
+
+    def figures(d, *keys):
+        return " / ".join(f"{d[k]:.3f}" if k != "flicker" else "" for k in keys if k in d)
+
     for r in rows:
         if "photo" not in r:
             continue
         sd, es = r["style_distance"], r["edge_ssim"]
         fl = r.get("flicker")
-        fls = f"{fl['input']:.2f} / {fl['student']:.2f} / {fl['teacher']:.2f}" if fl else ""
-        lines.append(f"| {r['style']} | {r['photo']} | {sd['input']:.3f} / {sd['student']:.3f} / {sd['teacher']:.3f} | "
-                     f"{es['student']:.3f} / {es['teacher']:.3f} | {fls} |")
+        fls = " / ".join(f"{fl[k]:.2f}" for k in ("input", "before", "student", "teacher") if k in fl) if fl else ""
+        lines.append(f"| {r['style']} | {r['photo']} | {figures(sd, 'input', 'before', 'student', 'teacher')} | "
+                     f"{figures(es, 'before', 'student', 'teacher')} | {fls} |")
     lines += ["", "| style | model size | 320x180 frame, 1 thread: default precision / f32 (median of 30) |", "|---|---|---|"]
     for r in rows:
         if "ms_320x180" in r:

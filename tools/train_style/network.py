@@ -138,3 +138,21 @@ def export_onnx(params, shape: Shape, path: str, doc: str = ""):
     model.doc_string = doc
     onnx.checker.check_model(model)
     onnx.save(model, path)
+
+
+def load_onnx(path: str):
+    """The weights and shape of a network export_onnx wrote (to go on training it: --init)."""
+    import onnx
+    from onnx import numpy_helper
+
+    weights = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in onnx.load(path).graph.initializer}
+    try:
+        blocks = len([n for n in weights if n.startswith("res") and n.endswith("a.w")])
+        shape = Shape(weights["enc1.w"].shape[0], weights["enc2.w"].shape[0], blocks)
+        params = {name: {"w": weights[f"{name}.w"], "b": weights[f"{name}.b"]} for name, *_ in shape.layers()}
+    except KeyError as e:
+        raise ValueError(f"{path} is not a network train-style wrote (no weight {e})") from None
+    for name, o, i, k, _ in shape.layers():
+        if params[name]["w"].shape != (o, i, k, k):
+            raise ValueError(f"{path}: weight {name} is {params[name]['w'].shape}, not {(o, i, k, k)}")
+    return shape, params
