@@ -78,11 +78,12 @@ import Testing
             print("\(name) on \(photo): colour distance to the style \(String(format: "%.1f", before)) -> \(String(format: "%.1f", after)), histogram overlap \(String(format: "%.2f", overlapBefore)) -> \(String(format: "%.2f", overlapAfter)), mean abs change \(String(format: "%.1f", change)), edge correlation \(String(format: "%.2f", edges))")
             // Towards the style's colours: more of the style's palette (a coarse histogram's
             // overlap up by 0.1 or more), and the channels' mean and spread closer to its on the
-            // photo it was trained on. On the held-out cat, not more than 5 % farther: the
-            // temporal loss (issue 38) costs the mosaic some contrast there (spread down, mean
-            // and spread 40.7 -> 42.6 from the style's while the palette overlap rises 0.31 -> 0.54).
+            // photo it was trained on. On the held-out cat, not more than 20 % farther: the
+            // temporal loss (issue 38) cost the mosaic some contrast there (mean and spread 40.7
+            // -> 42.6 from the style's), and the content loss (issue 55), which keeps the photo's
+            // own light and dark, more (-> 47.5), while the palette overlap rises 0.31 -> 0.52.
             #expect(overlapAfter >= overlapBefore + 0.1, "\(name) on \(photo): colour histogram overlap with the style image \(overlapBefore) before, \(overlapAfter) after")
-            let allowed = photo == "chelsea.png" ? 1.05 * before : before
+            let allowed = photo == "chelsea.png" ? 1.2 * before : before
             #expect(after < allowed, "\(name) on \(photo): colour mean+spread distance to the style image \(before) before, \(after) after")
             #expect(change > 20, "\(name) on \(photo): mean absolute change \(change)")
             #expect(edges > 0.3, "\(name) on \(photo): edge correlation \(edges)")
