@@ -212,13 +212,14 @@ import Testing
         try #require(fromFile.waitFor("serving ") && fromEnvironment.waitFor("serving "), "\(fromFile.stderr) \(fromEnvironment.stderr)")
         #expect(fromFile.stderr.contains("Basic authentication as viewer"), "\(fromFile.stderr)")
         #expect(!fromFile.stderr.contains("c0rrect-horse"))
-        for (port, user, password) in [(ports[0], "viewer", "c0rrect-horse"), (ports[1], "env-user", "env-secret")] {
+        for (port, user, password, server) in [(ports[0], "viewer", "c0rrect-horse", fromFile), (ports[1], "env-user", "env-secret", fromEnvironment)] {
             let anonymous = try Self.ffmpegFrames("rtsp://127.0.0.1:\(port)/private", count: 2, width: 320, height: 240)
             #expect(anonymous.result.status != 0 && anonymous.result.stderr.contains("401"), "\(anonymous.result.stderr)")
             let wrong = try Self.ffmpegFrames("rtsp://\(user):wrong@127.0.0.1:\(port)/private", count: 2, width: 320, height: 240)
             #expect(wrong.result.status != 0 && wrong.result.stderr.contains("401"), "\(wrong.result.stderr)")
             let right = try Self.ffmpegFrames("rtsp://\(user):\(password)@127.0.0.1:\(port)/private", count: 5, width: 320, height: 240)
-            #expect(right.result.status == 0 && right.frames.count == 5, "\(right.result.stderr)")
+            // (The server's own log too: a rare stall here under a loaded machine, stop 59/60, is not understood yet.)
+            #expect(right.result.status == 0 && right.frames.count == 5, "\(right.result.stderr)\nserver: \(server.stderr)")
             // GStreamer's player too (user-id/user-pw on rtspsrc): it decodes frames. (Its exit
             // code is not the point: after its own end of stream rtspsrc may report the server
             // closing the connection during its TEARDOWN — seen under a busy core.)
