@@ -1,7 +1,11 @@
 // See include/streamlens_rtsp.h. An RTSP server with one mount: a shared media factory whose
 // pipeline starts with an appsrc. The server builds a new media (and so a new appsrc) for the
 // first client after nobody was watching; `media-configure` swaps it into the slot the stage's
-// worker pushes to. The server's GMainLoop runs on a thread of its own with its own context, so
+// worker pushes to, and the media's `unprepared` empties the slot. The slot follows the media's
+// own life, not the pushes: a push that fails (the media paused or flushing between clients)
+// leaves it, since the factory may hand that same prepared media to the next client, which
+// emits no new `media-configure` (stop 60: a player joining after one was killed mid-start
+// waited out the server's 20 s preroll for frames that went nowhere). The server's GMainLoop runs on a thread of its own with its own context, so
 // nothing here depends on the host having a main loop.
 #include "streamlens_rtsp.h"
 #include <gst/gst.h>
@@ -33,10 +37,10 @@ struct SLRtspServer {
     GSource *cleanup;              // session reaper
     char *launch;
 
-    pthread_mutex_t lock;                   // guards appsrc, payloader and played
-    GstElement *appsrc;            // the current media's appsrc, or NULL when nobody watches
-    GstElement *payloader;         // the current media's pay0 (key frames on request)
-    gboolean played;               // a push into this appsrc succeeded (it had a clock)
+    pthread_mutex_t lock;                   // guards media, appsrc and payloader
+    GstRTSPMedia *media;           // the current media (a reference), or NULL when none is prepared
+    GstElement *appsrc;            // its appsrc
+    GstElement *payloader;         // its pay0 (key frames on request)
     gboolean stopping;             // sl_rtsp_server_stop began: no more frames will come
 };
 
@@ -81,22 +85,32 @@ static void sl_fail_media(GstElement *src) {
     g_error_free(err);
 }
 
-static void sl_forget_appsrc(SLRtspServer *s, GstElement *src) {
+// Empties the slot if it still holds `media` (the media was unprepared, or the server ends).
+static void sl_forget_media(SLRtspServer *s, GstRTSPMedia *media) {
     pthread_mutex_lock(&s->lock);
-    GstElement *payloader = NULL;
-    if (s->appsrc == src) {
-        s->appsrc = NULL;
-        s->played = FALSE;
+    GstElement *src = NULL, *payloader = NULL;
+    gboolean held = s->media == media;
+    if (held) {
+        src = s->appsrc;
         payloader = s->payloader;
+        s->media = NULL;
+        s->appsrc = NULL;
         s->payloader = NULL;
-        gst_object_unref(src); // the slot's reference
     }
     pthread_mutex_unlock(&s->lock);
+    if (!held) return;
+    g_signal_handlers_disconnect_by_data(media, s);
+    g_object_unref(media);
+    if (src) gst_object_unref(src);
     if (payloader) gst_object_unref(payloader);
 }
 
-// A new media was built (the first client after nobody was watching): its appsrc becomes the
-// slot. The previous media, if any, is gone or going; pushes to it would fail.
+static void sl_on_media_unprepared(GstRTSPMedia *media, gpointer data) {
+    sl_forget_media(data, media);
+}
+
+// A new media was built (the first client after nobody was watching): it and its appsrc become
+// the slot. The previous media, if any, is gone or going; pushes to it would fail.
 static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media, gpointer data) {
     (void)factory;
     SLRtspServer *s = data;
@@ -108,15 +122,26 @@ static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *me
         if (payloader) gst_object_unref(payloader);
         return;
     }
+    GstRTSPMedia *old_media;
     pthread_mutex_lock(&s->lock);
-    GstElement *old = s->appsrc, *old_payloader = s->payloader;
+    old_media = s->media;
+    pthread_mutex_unlock(&s->lock);
+    if (old_media) sl_forget_media(s, old_media);
+    g_signal_connect(media, "unprepared", G_CALLBACK(sl_on_media_unprepared), s);
+    pthread_mutex_lock(&s->lock);
+    GstElement *stale_src = s->appsrc, *stale_payloader = s->payloader;
+    GstRTSPMedia *stale_media = s->media;
+    s->media = g_object_ref(media);
     s->appsrc = src;
     s->payloader = payloader;
-    s->played = FALSE;
     GstElement *failing = s->stopping ? gst_object_ref(src) : NULL;
     pthread_mutex_unlock(&s->lock);
-    if (old) gst_object_unref(old);
-    if (old_payloader) gst_object_unref(old_payloader);
+    if (stale_media) {
+        g_signal_handlers_disconnect_by_data(stale_media, s);
+        g_object_unref(stale_media);
+    }
+    if (stale_src) gst_object_unref(stale_src);
+    if (stale_payloader) gst_object_unref(stale_payloader);
     if (failing) {
         sl_fail_media(failing);
         gst_object_unref(failing);
@@ -148,7 +173,6 @@ bool sl_rtsp_server_push(SLRtspServer *s, void *sample_pointer) {
     GstSample *sample = sample_pointer;
     pthread_mutex_lock(&s->lock);
     GstElement *src = s->appsrc ? gst_object_ref(s->appsrc) : NULL;
-    gboolean played = s->played;
     pthread_mutex_unlock(&s->lock);
     if (!src) return false;
 
@@ -156,11 +180,9 @@ bool sl_rtsp_server_push(SLRtspServer *s, void *sample_pointer) {
     GstBuffer *buffer = gst_sample_get_buffer(sample);
     GstCaps *caps = gst_sample_get_caps(sample);
     // The media pipeline has a clock once it is PLAYING (live media go there while preparing).
-    // Before that, or after it stopped, there is nobody to push to.
+    // Before that, there is nobody to push to.
     GstClock *clock = gst_element_get_clock(src);
-    if (!clock) {
-        if (played) sl_forget_appsrc(s, src); // the media was torn down
-    } else if (buffer && caps) {
+    if (clock && buffer && caps) {
         GstCaps *current = gst_app_src_get_caps(GST_APP_SRC(src));
         if (current != caps && (!current || !gst_caps_is_equal(current, caps))) gst_app_src_set_caps(GST_APP_SRC(src), caps);
         if (current) gst_caps_unref(current);
@@ -170,17 +192,9 @@ bool sl_rtsp_server_push(SLRtspServer *s, void *sample_pointer) {
         GstBuffer *copy = gst_buffer_copy(buffer);
         GST_BUFFER_PTS(copy) = now > base ? now - base : 0;
         GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_NONE;
-        GstFlowReturn flow = gst_app_src_push_buffer(GST_APP_SRC(src), copy); // takes the copy
-        if (flow == GST_FLOW_OK) {
-            pushed = true;
-            if (!played) {
-                pthread_mutex_lock(&s->lock);
-                if (s->appsrc == src) s->played = TRUE;
-                pthread_mutex_unlock(&s->lock);
-            }
-        } else {
-            sl_forget_appsrc(s, src); // flushing: the media stopped (last client left)
-        }
+        // (Flushing between clients: the frame is dropped; the slot stays until the media's
+        // `unprepared`.)
+        pushed = gst_app_src_push_buffer(GST_APP_SRC(src), copy) == GST_FLOW_OK; // takes the copy
     }
     if (clock) gst_object_unref(clock);
     gst_object_unref(src);
@@ -247,6 +261,10 @@ static void sl_free(SLRtspServer *s) {
     if (s->server) {
         g_signal_handlers_disconnect_by_data(s->server, s);
         g_object_unref(s->server);
+    }
+    if (s->media) {
+        g_signal_handlers_disconnect_by_data(s->media, s);
+        g_object_unref(s->media);
     }
     if (s->appsrc) gst_object_unref(s->appsrc);
     if (s->payloader) gst_object_unref(s->payloader);
