@@ -122,26 +122,21 @@ static void sl_on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *me
         if (payloader) gst_object_unref(payloader);
         return;
     }
-    GstRTSPMedia *old_media;
-    pthread_mutex_lock(&s->lock);
-    old_media = s->media;
-    pthread_mutex_unlock(&s->lock);
-    if (old_media) sl_forget_media(s, old_media);
     g_signal_connect(media, "unprepared", G_CALLBACK(sl_on_media_unprepared), s);
     pthread_mutex_lock(&s->lock);
-    GstElement *stale_src = s->appsrc, *stale_payloader = s->payloader;
-    GstRTSPMedia *stale_media = s->media;
+    GstElement *old_src = s->appsrc, *old_payloader = s->payloader;
+    GstRTSPMedia *old_media = s->media;
     s->media = g_object_ref(media);
     s->appsrc = src;
     s->payloader = payloader;
     GstElement *failing = s->stopping ? gst_object_ref(src) : NULL;
     pthread_mutex_unlock(&s->lock);
-    if (stale_media) {
-        g_signal_handlers_disconnect_by_data(stale_media, s);
-        g_object_unref(stale_media);
+    if (old_media) {
+        g_signal_handlers_disconnect_by_data(old_media, s);
+        g_object_unref(old_media);
     }
-    if (stale_src) gst_object_unref(stale_src);
-    if (stale_payloader) gst_object_unref(stale_payloader);
+    if (old_src) gst_object_unref(old_src);
+    if (old_payloader) gst_object_unref(old_payloader);
     if (failing) {
         sl_fail_media(failing);
         gst_object_unref(failing);

@@ -251,7 +251,7 @@ def write_report(rows, out, manifests, before=""):
              "|---|---|---|---|---|"]
 
     def figures(d, *keys):
-        return " / ".join(f"{d[k]:.3f}" if k != "flicker" else "" for k in keys if k in d)
+        return " / ".join(f"{d[k]:.3f}" for k in keys if k in d)
 
     for r in rows:
         if "photo" not in r:
